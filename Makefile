@@ -1,0 +1,47 @@
+# The two commands: `make demo` (set everything up, run the main job) and `make test` (all tests).
+# Everything else is a building block of those two or a benchmark.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-unit test-integration lint venv control-plane bench-core clean down
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Build the control-plane binaries into ~/.cache/phalanx (a no-op when they are there).
+control-plane: $(STAMP)
+	$(BIN)/phalanx dev-cluster build
+
+## The main job: the local cluster with fake GPU nodes, and what it holds.
+demo: control-plane
+	$(BIN)/python -m phalanx.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	shellcheck deploy/kind/*.sh .ci/run
+
+test-unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+test-integration: control-plane
+	$(BIN)/pytest tests/integration -m integration
+
+## All the tests: lint, unit tier, integration tier on the real local control plane.
+test: lint test-unit test-integration
+
+down: $(STAMP)
+	$(BIN)/phalanx dev-cluster down
+
+clean: down
+	rm -rf $(VENV)

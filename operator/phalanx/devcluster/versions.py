@@ -1,0 +1,31 @@
+"""Every version of the local control plane, pinned in this one place.
+
+The local cluster is built from Go modules because this machine (and CI's) has the Go module proxy
+but no Docker engine and no download sites. Changing a pin here changes the cache key, so a new
+set of binaries is built next to the old one and nothing stale is reused.
+"""
+
+from __future__ import annotations
+
+KUBERNETES = "v1.36.3"
+"""k8s.io/kubernetes; its staging modules are the same release as v0.<minor>.<patch>."""
+
+ETCD = "v3.6.14"
+"""go.etcd.io/etcd/server/v3 (Kubernetes 1.36 supports etcd 3.5+; 3.6 is what it tests with)."""
+
+KWOK = "v0.8.0"
+"""sigs.k8s.io/kwok: the fake kubelet (kwok) and the cluster runner (kwokctl)."""
+
+HELM = "v3.21.4"
+"""helm.sh/helm/v3, for `helm lint|template|install` in tests of the chart."""
+
+
+def staging_version(kubernetes: str = KUBERNETES) -> str:
+    """Return the staging-module version matching a Kubernetes release (v1.36.3 -> v0.36.3)."""
+    major_minor_patch = kubernetes.lstrip("v").split(".")
+    return "v0." + ".".join(major_minor_patch[1:])
+
+
+def cache_key() -> str:
+    """Name of the cache folder for this exact set of pins."""
+    return f"k8s-{KUBERNETES}_etcd-{ETCD}_kwok-{KWOK}_helm-{HELM}"

@@ -1,3 +1,3 @@
-"""Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs on Kubernetes."""
+"""Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs."""
 
 __version__ = "0.1.0"

@@ -69,7 +69,7 @@ def require_go() -> str:
     return go
 
 
-def _go_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
     env = dict(os.environ)
     env["CGO_ENABLED"] = "0"
     env.setdefault("GOFLAGS", "-mod=mod")
@@ -82,12 +82,13 @@ def _run(cmd: list[str], cwd: Path, log_file: Path, env: dict[str, str] | None =
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
         result = subprocess.run(
-            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env or _go_env(), check=False
+            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env or go_env(), check=False
         )
     if result.returncode != 0:
         tail = "\n".join(log_file.read_text().splitlines()[-15:])
         raise DevClusterError(
-            f"`{' '.join(cmd[:3])} …` failed (exit {result.returncode}); full log: {log_file}\n{tail}"
+            f"`{' '.join(cmd[:3])} …` failed (exit {result.returncode}); "
+            f"full log: {log_file}\n{tail}"
         )
 
 
@@ -98,7 +99,7 @@ def _staging_modules(go: str, work: Path, log_file: Path) -> list[str]:
         cwd=work,
         capture_output=True,
         text=True,
-        env=_go_env(),
+        env=go_env(),
         check=False,
     )
     if out.returncode != 0:
@@ -147,7 +148,7 @@ def _build_into(bin_dir: Path, names: list[str], build: Callable[[Path], None]) 
     tmp.mkdir(parents=True)
     build(tmp)
     for name in names:
-        os.replace(tmp / name, bin_dir / name)
+        (tmp / name).replace(bin_dir / name)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -169,15 +170,29 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
         work.mkdir(parents=True, exist_ok=True)
         log_file = logs / "kubernetes.log"
         started = time.monotonic()
-        log(f"building Kubernetes {versions.KUBERNETES} ({', '.join(KUBE_COMMANDS)}) from Go "
-            f"modules; a cold build takes a long while on 2 cores (log: {log_file})")
+        log(
+            f"building Kubernetes {versions.KUBERNETES} ({', '.join(KUBE_COMMANDS)}) from Go "
+            f"modules; a cold build takes a long while on 2 cores (log: {log_file})"
+        )
         _write_kube_wrapper(go, work, log_file)
 
         def build_kube(out: Path) -> None:
             _run([go, "mod", "tidy", "-e"], work, log_file)
             pkgs = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS]
-            _run([go, "build", "-trimpath", "-ldflags", _kube_ldflags(), "-o", str(out) + "/",
-                  *pkgs], work, log_file)
+            _run(
+                [
+                    go,
+                    "build",
+                    "-trimpath",
+                    "-ldflags",
+                    _kube_ldflags(),
+                    "-o",
+                    str(out) + "/",
+                    *pkgs,
+                ],
+                work,
+                log_file,
+            )
 
         _build_into(bins.bin_dir, list(KUBE_COMMANDS), build_kube)
         log(f"built Kubernetes in {time.monotonic() - started:.0f}s")
@@ -198,8 +213,20 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
 
         def build_etcd(out: Path) -> None:
             _run([go, "mod", "tidy", "-e"], work, log_file)
-            _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"),
-                  "go.etcd.io/etcd/server/v3"], work, log_file)
+            _run(
+                [
+                    go,
+                    "build",
+                    "-trimpath",
+                    "-ldflags",
+                    "-s -w",
+                    "-o",
+                    str(out / "etcd"),
+                    "go.etcd.io/etcd/server/v3",
+                ],
+                work,
+                log_file,
+            )
 
         _build_into(bins.bin_dir, ["etcd"], build_etcd)
         log(f"built etcd in {time.monotonic() - started:.0f}s")
@@ -217,7 +244,7 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
         log(f"building {name} ({module})")
 
         def install(out: Path, module: str = module, log_file: Path = log_file) -> None:
-            env = _go_env()
+            env = go_env()
             env["GOBIN"] = str(out)
             env["GOFLAGS"] = ""
             _run([go, "install", "-trimpath", "-ldflags", "-s -w", module], root, log_file, env)

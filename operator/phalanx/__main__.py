@@ -1,0 +1,5 @@
+"""`python -m phalanx` runs the CLI."""
+
+from phalanx.cli import main
+
+main()

@@ -1,0 +1,148 @@
+"""The `phalanx` command line (also installed as the kubectl plugin `kubectl-phalanx`).
+
+Typer gives typed subcommands, help and completion for free; every user-caused failure is a
+`DevClusterError` (or similar) printed as one line on stderr with exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from phalanx.devcluster.errors import DevClusterError
+
+app = typer.Typer(
+    help="Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+dev_cluster = typer.Typer(
+    help="The local control plane (etcd, kube-apiserver, controllers, kwok) with fake GPU nodes.",
+    no_args_is_help=True,
+)
+app.add_typer(dev_cluster, name="dev-cluster")
+err = Console(stderr=True)
+NameOpt = Annotated[str, typer.Option("--name", help="Cluster name, for running several.")]
+
+
+def _log(message: str) -> None:
+    err.print(f"[dim]phalanx:[/dim] {message}", highlight=False)
+
+
+@dev_cluster.command("build")
+def dev_cluster_build() -> None:
+    """Build the control-plane binaries from Go modules (a no-op when they are cached)."""
+    from phalanx.devcluster.binaries import ensure_binaries
+
+    bins = ensure_binaries(_log)
+    _log(f"binaries ready in {bins.bin_dir}")
+
+
+@dev_cluster.command("up")
+def dev_cluster_up(
+    shape: Annotated[str, typer.Option(help="Shape name (deploy/clusters/NAME.yaml) or path.")] = (
+        "small"
+    ),
+    port: Annotated[
+        int | None, typer.Option(help="kube-apiserver port on 127.0.0.1 (default: a free one).")
+    ] = None,
+    name: NameOpt = "phalanx",
+) -> None:
+    """Start the local cluster with fake GPU nodes; prints KUBECONFIG=<path>."""
+    from phalanx.devcluster.cluster import up
+    from phalanx.devcluster.shapes import load_shape
+
+    kubeconfig = up(load_shape(shape), port=port, log=_log, name=name)
+    print(f"KUBECONFIG={kubeconfig}")
+
+
+@dev_cluster.command("down")
+def dev_cluster_down(name: NameOpt = "phalanx") -> None:
+    """Stop the local cluster and delete its state (the binary cache stays)."""
+    from phalanx.devcluster.cluster import down
+
+    if not down(_log, name=name):
+        _log("no dev cluster to bring down")
+
+
+@dev_cluster.command("status")
+def dev_cluster_status(
+    output: Annotated[str, typer.Option("-o", "--output", help="table or json")] = "table",
+    name: NameOpt = "phalanx",
+) -> None:
+    """Whether the local cluster is up, its shape, and its Ready nodes and GPUs."""
+    from phalanx.devcluster.cluster import status
+
+    st = status(name)
+    data = {
+        "up": st.up,
+        "kubeconfig": str(st.kubeconfig),
+        "shape": st.shape,
+        "nodes": st.nodes,
+        "readyNodes": st.ready_nodes,
+        "gpus": st.gpus,
+    }
+    if output == "json":
+        print(json.dumps(data))
+    elif st.up:
+        print(f"up: shape {st.shape}, {st.ready_nodes}/{st.nodes} nodes Ready, {st.gpus} GPUs")
+        print(f"KUBECONFIG={st.kubeconfig}")
+    else:
+        print("down")
+    if not st.up:
+        raise typer.Exit(3)
+
+
+@dev_cluster.command("nodes")
+def dev_cluster_nodes(name: NameOpt = "phalanx") -> None:
+    """List the cluster's nodes with their topology and GPUs."""
+    from phalanx.devcluster.cluster import describe_nodes, kubeconfig_path
+
+    rows = describe_nodes(kubeconfig_path(name))
+    table = Table("NODE", "SPINE", "LEAF", "GPUS", "PRODUCT", "STATUS")
+    for r in rows:
+        table.add_row(r["name"], r["spine"], r["leaf"], r["gpus"], r["product"], r["ready"])
+    Console().print(table)
+
+
+@dev_cluster.command("render")
+def dev_cluster_render(
+    shape: Annotated[str, typer.Option(help="Shape name or path.")] = "small",
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="json (Node bodies) or lines (for kind)")
+    ] = "json",
+) -> None:
+    """Print a shape's nodes without starting anything (used by deploy/kind/apply-shape.sh)."""
+    from phalanx.devcluster.shapes import GPU_RESOURCE, load_shape
+
+    nodes = load_shape(shape).nodes()
+    if output == "json":
+        print(json.dumps(nodes, indent=1))
+        return
+    if output != "lines":
+        raise DevClusterError(f"unknown output {output!r}: use json or lines")
+    skip = {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "type"}
+    for n in nodes:
+        labels = " ".join(f"{k}={v}" for k, v in n["metadata"]["labels"].items() if k not in skip)
+        taints = ",".join(
+            f"{t['key']}={t['value']}:{t['effect']}" for t in n["spec"].get("taints", [])
+        )
+        print(n["status"]["allocatable"][GPU_RESOURCE], taints or "-", labels)
+
+
+def main() -> None:
+    """Entry point: one-line errors for everything a user can cause."""
+    try:
+        app()
+    except DevClusterError as exc:
+        print(f"phalanx: error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""kwok Stages: how pods and nodes behave on the fake cluster.
+
+kwok's default pod stages finish Job-owned pods at once, which would make every batch job of a
+scheduler test "succeed" the moment it is bound. Giving kwokctl any Stage replaces all of its
+defaults (node ones included), so we assemble the set ourselves at run time:
+
+- kwok's own node stages (initialize, heartbeat with lease) and its fast pod stages for
+  "bound → Running" and "deleting → gone", read from the kwok module in the Go module cache (we
+  do not copy kwok's files into this repository);
+- our `phalanx-pod-run-for` stage: a Running pod annotated `phalanx.dev/run-for: "30s"` becomes
+  Succeeded that long after it started (kwok evaluates the annotation as a Go duration).
+
+Pods without the annotation, Job pods included, run until deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from phalanx.devcluster import versions
+from phalanx.devcluster.binaries import go_env, require_go
+from phalanx.devcluster.errors import DevClusterError
+
+RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
+
+KWOK_STAGE_FILES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
+
+RUN_FOR_STAGE = f"""apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: phalanx-pod-run-for
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.annotations["{RUN_FOR_ANNOTATION}"]'
+      operator: 'Exists'
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{RUN_FOR_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $root := . }}}}
+      containerStatuses:
+      {{{{ range $index, $item := .spec.containers }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{{{ $now | Quote }}}}
+            reason: Completed
+            startedAt: {{{{ $root.status.startTime | Quote }}}}
+      {{{{ end }}}}
+      conditions:
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        type: Ready
+        reason: PodCompleted
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        type: ContainersReady
+        reason: PodCompleted
+      phase: Succeeded
+"""
+
+
+def kwok_module_dir() -> Path:
+    """The kwok module's folder in the Go module cache, downloading it if it is not there."""
+    go = require_go()
+    out = subprocess.run(
+        [go, "mod", "download", "-json", f"sigs.k8s.io/kwok@{versions.KWOK}"],
+        capture_output=True,
+        text=True,
+        env={**go_env(), "GOFLAGS": ""},
+        check=False,
+    )
+    if out.returncode != 0:
+        raise DevClusterError(
+            f"could not read sigs.k8s.io/kwok@{versions.KWOK} from the Go module cache/proxy: "
+            f"{' '.join((out.stdout + out.stderr).split())[-300:]}"
+        )
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def stage_documents() -> list[str]:
+    """Every Stage document the fake cluster runs with, as YAML texts."""
+    base = kwok_module_dir()
+    docs = [(base / f).read_text() for f in KWOK_STAGE_FILES]
+    return [*docs, RUN_FOR_STAGE]

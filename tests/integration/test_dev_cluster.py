@@ -1,0 +1,143 @@
+"""The local control plane is a real Kubernetes: real scheduler, real controllers, fake kubelets
+that follow our pod lifecycle (Running when bound; `phalanx.dev/run-for` pods succeed on time;
+Job pods run until deleted)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from phalanx.devcluster import cluster as devcluster
+from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, load_shape
+from tests.integration.conftest import Cluster
+from tests.integration.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+TOLERATE_KWOK = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _container(gpus: int) -> dict[str, Any]:
+    return {
+        "name": "main",
+        "image": "busybox",
+        "resources": {
+            "requests": {"cpu": "1", GPU_RESOURCE: str(gpus)},
+            "limits": {GPU_RESOURCE: str(gpus)},
+        },
+    }
+
+
+def _pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {"containers": [_container(gpus)], "tolerations": TOLERATE_KWOK},
+    }
+
+
+def _phase(cluster: Cluster, ns: str, name: str) -> str:
+    return str(cluster.core.read_namespaced_pod(name, ns).status.phase)
+
+
+def test_nodes_report_allocatable_gpus_and_topology(cluster: Cluster) -> None:
+    nodes = cluster.core.list_node(label_selector="phalanx.dev/dev-cluster-shape").items
+    assert nodes, "the dev cluster has no fake GPU nodes"
+    for node in nodes:
+        assert int(node.status.allocatable[GPU_RESOURCE]) == 8, node.metadata.name
+        assert node.metadata.labels[SPINE_LABEL].startswith("spine-")
+        assert node.metadata.labels[LEAF_LABEL].startswith("leaf-")
+        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def test_default_scheduler_binds_a_gpu_pod_which_then_runs(
+    cluster: Cluster, namespace: str
+) -> None:
+    cluster.core.create_namespaced_pod(namespace, _pod("plain", gpus=4))
+    pod = wait_for(
+        lambda: (
+            p
+            if (p := cluster.core.read_namespaced_pod("plain", namespace)).status.phase == "Running"
+            else None
+        ),
+        timeout=60,
+        what="kube-scheduler to bind pod `plain` and kwok to make it Running",
+    )
+    node = cluster.core.read_node(pod.spec.node_name)
+    assert int(node.status.allocatable[GPU_RESOURCE]) >= 4
+
+
+def test_run_for_pods_succeed_on_time_and_job_pods_run_until_deleted(
+    cluster: Cluster, namespace: str
+) -> None:
+    job = {
+        "metadata": {"name": "forever"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [_container(1)],
+                    "tolerations": TOLERATE_KWOK,
+                }
+            },
+        },
+    }
+    cluster.batch.create_namespaced_job(namespace, job)
+    cluster.core.create_namespaced_pod(
+        namespace, _pod("short", gpus=1, annotations={"phalanx.dev/run-for": "5s"})
+    )
+    job_pod = wait_for(
+        lambda: next(
+            iter(cluster.core.list_namespaced_pod(namespace, label_selector="job-name").items),
+            None,
+        ),
+        timeout=60,
+        what="the job controller to create the pod of Job `forever`",
+    )
+    assert job_pod.metadata.owner_references[0].kind == "Job"
+
+    wait_for(
+        lambda: _phase(cluster, namespace, "short") == "Running",
+        timeout=60,
+        what="pod `short` to be Running",
+    )
+    running_at = time.monotonic()
+    wait_for(
+        lambda: _phase(cluster, namespace, "short") == "Succeeded",
+        timeout=60,
+        what="pod `short` (run-for 5s) to reach Succeeded",
+    )
+    elapsed = time.monotonic() - running_at
+    assert elapsed >= 3.5, f"run-for 5s pod succeeded after only {elapsed:.1f}s"
+
+    name = job_pod.metadata.name
+    wait_for(
+        lambda: _phase(cluster, namespace, name) == "Running",
+        timeout=60,
+        what=f"Job pod {name} to be Running",
+    )
+    started = cluster.core.read_namespaced_pod(name, namespace).status.start_time.timestamp()
+    # The promise is "still Running a minute later": check until a minute after it started.
+    while time.time() < started + 60:
+        assert _phase(cluster, namespace, name) == "Running", "the Job pod stopped on its own"
+        time.sleep(2)
+    assert _phase(cluster, namespace, name) == "Running"
+
+
+@pytest.mark.slow
+def test_large_shape_comes_up_with_all_nodes_ready() -> None:
+    """The scale shape on a second cluster beside the session's one, then taken down again."""
+    shape = load_shape("large")
+    name = "phalanx-large-test"
+    started = time.monotonic()
+    kubeconfig = devcluster.up(shape, name=name, log=print, wait_s=420)
+    try:
+        print(f"large shape up in {time.monotonic() - started:.0f}s")
+        st = devcluster.status(name)
+        assert (st.nodes, st.ready_nodes, st.gpus) == (1024, 1024, 8192)
+        assert kubeconfig == devcluster.kubeconfig_path(name)
+    finally:
+        devcluster.down(name=name)
+    assert not devcluster.status(name).up

@@ -1,0 +1,172 @@
+"""The mutable view of the cluster during one cycle: free capacity now, and how it changes later.
+
+Three things are kept, each for a reason:
+
+* free vectors per node, with free GPUs aggregated per leaf, per spine and for the cluster, plus a
+  per-leaf histogram of node free-GPU values — so a gang whose need exceeds a domain (or the
+  cluster) is turned away in O(1), and "how many p-GPU pods could this leaf take" is a short sum;
+* releases: when capacity held by a running (or just bound) gang with a time limit comes back —
+  the timeline backfill plans with;
+* holds: capacity promised to reservations from their start to their end; a gang may use held
+  capacity only where it is gone again before the hold starts.
+
+Every change bumps the version of the node's leaf so cached per-leaf answers can be reused until
+the leaf changes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+from phalanx.core.topology import Topology
+
+INFINITY = math.inf
+
+
+@dataclass(slots=True)
+class Hold:
+    """Capacity promised on one node to a reservation over [start, end)."""
+
+    start: float
+    end: float
+    vec: list[int]
+    gang: str
+
+
+@dataclass(slots=True)
+class Release:
+    """Capacity a gang gives back on one node at `time` (the end of its time limit)."""
+
+    time: float
+    node: int
+    vec: list[int]
+    gang: str
+
+
+class ClusterState:
+    """Free capacity per node and domain, releases and holds, for one cycle."""
+
+    def __init__(
+        self,
+        topo: Topology,
+        free: list[list[int]],
+        usable: list[bool],
+    ) -> None:
+        self.topo = topo
+        self.free = free
+        self.usable = usable
+        self.width = len(free[0]) if free else 1
+        nleaves = len(topo.leaf_nodes)
+        self.leaf_gpu = [0] * nleaves
+        self.spine_gpu = [0] * len(topo.spine_leaves)
+        self.leaf_hist: list[dict[int, int]] = [{} for _ in range(nleaves)]
+        self.leaf_version = [0] * nleaves
+        self.total_gpu = 0
+        for n, vec in enumerate(free):
+            if usable[n]:
+                g = max(0, vec[0])
+                leaf = topo.leaf_of[n]
+                self.leaf_gpu[leaf] += g
+                self.spine_gpu[topo.spine_of[leaf]] += g
+                self.total_gpu += g
+                hist = self.leaf_hist[leaf]
+                hist[g] = hist.get(g, 0) + 1
+        self.releases: list[list[Release]] = [[] for _ in free]
+        self.events: list[Release] = []
+        self._event_keys: list[tuple[float, int]] = []
+        self.holds: list[list[Hold]] = [[] for _ in free]
+        self.leaf_hold_starts: list[list[float]] = [[] for _ in range(nleaves)]
+        self.hold_count = 0
+
+    # -- free capacity now ---------------------------------------------------------------------
+
+    def change(self, n: int, vec: list[int], sign: int) -> None:
+        """free[n] += sign × vec, keeping the aggregates and the leaf version right."""
+        free = self.free[n]
+        old = max(0, free[0])
+        for i, v in enumerate(vec):
+            if v:
+                free[i] += sign * v
+        leaf = self.topo.leaf_of[n]
+        self.leaf_version[leaf] += 1
+        if not self.usable[n]:
+            return
+        new = max(0, free[0])
+        if new != old:
+            delta = new - old
+            self.leaf_gpu[leaf] += delta
+            self.spine_gpu[self.topo.spine_of[leaf]] += delta
+            self.total_gpu += delta
+            hist = self.leaf_hist[leaf]
+            hist[old] -= 1
+            if not hist[old]:
+                del hist[old]
+            hist[new] = hist.get(new, 0) + 1
+
+    # -- releases --------------------------------------------------------------------------------
+
+    def add_release(self, time: float, n: int, vec: list[int], gang: str) -> None:
+        """Capacity `vec` comes back on node `n` at `time`."""
+        rel = Release(time, n, vec, gang)
+        times = [r.time for r in self.releases[n]]
+        self.releases[n].insert(bisect.bisect_right(times, time), rel)
+        key = (time, len(self._event_keys))
+        i = bisect.bisect_right(self._event_keys, key)
+        self._event_keys.insert(i, key)
+        self.events.insert(i, rel)
+        self.leaf_version[self.topo.leaf_of[n]] += 1
+
+    # -- holds -----------------------------------------------------------------------------------
+
+    def add_hold(self, n: int, start: float, end: float, vec: list[int], gang: str) -> None:
+        """Promise `vec` on node `n` over [start, end) to `gang`'s reservation."""
+        self.holds[n].append(Hold(start, end, vec, gang))
+        leaf = self.topo.leaf_of[n]
+        bisect.insort(self.leaf_hold_starts[leaf], start)
+        self.leaf_version[leaf] += 1
+        self.hold_count += 1
+
+    def window_capacity(
+        self, n: int, t: float, end: float, base: list[int], applied: int
+    ) -> list[int]:
+        """What a gang may use on node `n` from `t` until `end` without breaking any hold.
+
+        `base` is the node's capacity at `t` ignoring holds, which already includes the first
+        `applied` releases of the node. The answer is the minimum, over `t` and every hold start
+        before `end`, of base plus later releases minus what holds take at that instant: using
+        less than that never leaves a reservation short when it starts.
+        """
+        holds = self.holds[n]
+        if not holds:
+            return base
+        checkpoints = [t]
+        checkpoints.extend(h.start for h in holds if t < h.start < end)
+        releases = self.releases[n]
+        out: list[int] | None = None
+        for c in checkpoints:
+            value = list(base)
+            for r in releases[applied:]:
+                if r.time > c:
+                    break
+                if c > t:
+                    for i, v in enumerate(r.vec):
+                        value[i] += v
+            for h in holds:
+                if h.start <= c < h.end:
+                    for i, v in enumerate(h.vec):
+                        value[i] -= v
+            out = value if out is None else [min(a, b) for a, b in zip(out, value, strict=True)]
+        assert out is not None
+        return out
+
+    def leaf_hold_class(self, leaf: int, end: float) -> int:
+        """How many hold starts in the leaf fall before `end` (the cache key for capacities)."""
+        starts = self.leaf_hold_starts[leaf]
+        return bisect.bisect_left(starts, end) if starts else 0
+
+    def held_gangs(self, nodes: list[int], end: float) -> list[str]:
+        """Gangs holding capacity on `nodes` from before `end` (for 'reserved for …' messages)."""
+        out = {h.gang for n in nodes for h in self.holds[n] if h.start < end}
+        return sorted(out)

@@ -1,0 +1,677 @@
+"""One scheduling cycle: `schedule(snapshot, policy, now) -> CycleResult`.
+
+The pipeline, in order:
+
+1. prepare — index resources, build the topology tree, occupy nodes with running gangs, validate
+   queues and gangs (bad input becomes a typed reason on that gang only);
+2. fair share — each queue's demand, fair-share factor and deserved share (water-filling);
+3. order — gangs within each queue; queues are re-picked after every gang (priority, then the one
+   furthest below its share), so the walk interleaves queues as they fill;
+4. for each gang in that walk: refuse it if its queue would go over its limit; else try to start it
+   now (all or nothing, never delaying a reservation); else, if capacity already being freed would
+   do, hold it; else reclaim from over-share queues, else preempt lower priority in its queue; else
+   give it a reservation (within the backfill depth) that later gangs must not delay;
+5. members beyond `minMember` of the gangs bound now, where they fit;
+6. results: bindings, evictions, reservations, a decision per pending gang, queue figures.
+
+Nothing here reads a clock, talks to an API or depends on set or dict iteration order beyond
+insertion order of sorted inputs, so the same snapshot always gives the same result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from phalanx.core.backfill import Plan, earliest_start
+from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
+from phalanx.core.model import (
+    CycleResult,
+    Eviction,
+    GangDecision,
+    PendingDetail,
+    Placement,
+    Policy,
+    QueueStatus,
+    Reservation,
+    Snapshot,
+)
+from phalanx.core.ordering import GangKey, gang_order, queue_key
+from phalanx.core.placement import Outcome, place
+from phalanx.core.preemption import preemption_candidates
+from phalanx.core.prepare import Prepared, prepare
+from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
+from phalanx.core.reclaim import can_reclaim, keeps_victim_share, reclaim_candidates
+from phalanx.core.resources import UNLIMITED, count_fit
+from phalanx.core.victims import choose_victims
+from phalanx.core.views import LeafCache, NowView
+from phalanx.core.work import GangWork, QueueState, RunState
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """Mutable bookkeeping of the walk."""
+
+    prep: Prepared
+    policy: Policy
+    now: float
+    cache: LeafCache = field(default_factory=dict)
+    bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    bound_leaves: dict[str, list[int]] = field(default_factory=dict)
+    reasons: dict[str, GangDecision] = field(default_factory=dict)
+    evictions: list[Eviction] = field(default_factory=list)
+    reservations: dict[str, Reservation] = field(default_factory=dict)
+    #: (shape id, required, preferred) → [(end, pods)] that failed to start now: capacity now
+    #: only shrinks during the walk, so a gang as large and as long fails too.
+    failed: dict[tuple[int, int | None, int | None], list[tuple[float, int]]] = field(
+        default_factory=dict
+    )
+    depth_used: int = 0
+    first_reserved: str | None = None
+
+
+def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
+    """Fill in demand, fair-share factor and deserved share of every queue."""
+    fair_pos = prep.fair_pos
+    for w in prep.works:
+        if not w.waiting_for_pods or w.gang.min_resources is not None:
+            w.queue.demand += w.fair
+    valid = [q for q in prep.queues.values() if not q.invalid]
+    total_usage = sum(max(0.0, q.queue.usage) for q in valid)
+    total_weight = sum(q.queue.weight for q in valid)
+    inputs: list[ShareInput] = []
+    for q in valid:
+        u = max(0.0, q.queue.usage) / total_usage if total_usage > 0 else 0.0
+        s = q.queue.weight / total_weight if total_weight > 0 else 0.0
+        q.fair_share = fair_share_factor(u, s)
+        limit = q.limit[fair_pos] if q.limit is not None else UNLIMITED
+        demand = q.alloc_fair + q.demand
+        q.demand = demand
+        inputs.append(
+            ShareInput(
+                name=q.name,
+                weight=q.queue.weight * q.fair_share,
+                guarantee=max(0, q.queue.guarantee.get(policy.fair_share_resource, 0)),
+                limit=limit,
+                demand=demand,
+            )
+        )
+    out = water_fill(prep.capacity_fair, inputs)
+    for q in valid:
+        q.deserved = out.deserved.get(q.name, 0)
+    return out.scaled, out.scale
+
+
+def _over_limit(w: GangWork, pos: dict[str, int]) -> str:
+    """Why starting `w` would take its queue over its limit ('' when it would not)."""
+    q = w.queue
+    limit = q.queue.limit
+    if not limit:
+        return ""
+    for name, cap in sorted(limit.items()):
+        i = pos.get(name)
+        if i is None:
+            continue
+        have, want = q.alloc[i], w.total[i]
+        if want and have + want > cap:
+            return (
+                f"queue {q.name} would hold {have + want} {name}, over its limit of {cap} "
+                f"(it holds {have}, this gang needs {want})"
+            )
+    return ""
+
+
+class Scheduler:
+    """The walk of one cycle (a class only to share its bookkeeping between steps)."""
+
+    def __init__(self, prep: Prepared, policy: Policy, now: float) -> None:
+        self.c = _Cycle(prep, policy, now)
+        self.prep = prep
+        self.policy = policy
+        self.now = now
+        self.state = prep.state
+
+    # -- start now ---------------------------------------------------------------------------
+
+    def try_now(self, w: GangWork, end: float) -> Outcome:
+        """Place `w` on capacity usable now until `end`, with a memo of hopeless shapes."""
+        key: tuple[int, int | None, int | None] | None = None
+        k = 0
+        if len(w.shapes) == 1:
+            key = (w.shapes[0].id, w.required_level, w.preferred_level)
+            k = len(w.shapes[0].pods)
+            for f_end, f_k in self.c.failed.get(key, ()):
+                if f_end <= end and f_k <= k:
+                    return Outcome(None)
+        if w.gpus > self.state.total_gpu:
+            out = Outcome(None)
+        else:
+            out = place(
+                NowView(self.state, self.now, end, self.c.cache),
+                w.shapes,
+                w.required_level,
+                w.preferred_level,
+            )
+        if out.assignment is None and key is not None:
+            self.c.failed.setdefault(key, []).append((end, k))
+        return out
+
+    def commit_now(self, w: GangWork, assignment: list[tuple[str, int]], end: float) -> None:
+        """Take the capacity for a gang bound now and record when it comes back."""
+        vec_of = {p: s.vec for s in w.shapes for p in s.pods}
+        per_node: dict[int, list[int]] = {}
+        for pod, n in assignment:
+            acc = per_node.setdefault(n, [0] * len(w.total))
+            for i, v in enumerate(vec_of[pod]):
+                acc[i] += v
+        for n, vec in sorted(per_node.items()):
+            self.state.change(n, vec, -1)
+            if end < math.inf:
+                self.state.add_release(end, n, vec, w.gang.id)
+        self._charge(w.queue, w.total, w.fair)
+
+    def _charge(self, q: QueueState, total: list[int], fair: int) -> None:
+        for i, v in enumerate(total):
+            q.alloc[i] += v
+        q.alloc_fair += fair
+
+    def hold(self, w: GangWork, assignment: list[tuple[str, int]], start: float) -> Reservation:
+        """Promise capacity to `w` from `start` for its duration; later gangs must respect it."""
+        vec_of = {p: s.vec for s in w.shapes for p in s.pods}
+        per_node: dict[int, list[int]] = {}
+        for pod, n in assignment:
+            acc = per_node.setdefault(n, [0] * len(w.total))
+            for i, v in enumerate(vec_of[pod]):
+                acc[i] += v
+        end = start + w.duration
+        for n, vec in sorted(per_node.items()):
+            self.state.add_hold(n, start, end, vec, w.gang.id)
+        names = self.prep.topo.node_names
+        res = Reservation(
+            gang=w.gang.id,
+            start=start,
+            nodes=tuple(sorted({names[n] for n in per_node})),
+            pods={pod: names[n] for pod, n in sorted(assignment)},
+        )
+        self.c.reservations[w.gang.id] = res
+        if self.c.first_reserved is None:
+            self.c.first_reserved = w.gang.id
+        return res
+
+    # -- evictions -----------------------------------------------------------------------------
+
+    def evict(self, victims: list[RunState], reason: EvictionReason, w: GangWork) -> None:
+        """Record whole-gang evictions; their capacity returns 'now' for plans, not for binds."""
+        for v in sorted(victims, key=lambda v: v.gang.id):
+            v.evicted = True
+            q = self.prep.queues.get(v.gang.queue)
+            total = [0] * len(w.total)
+            for n, vec in v.nodes:
+                self.state.add_release(self.now, n, vec, v.gang.id)
+                for i, x in enumerate(vec):
+                    total[i] += x
+            if q is not None:
+                for i, x in enumerate(total):
+                    q.alloc[i] -= x
+                q.alloc_fair -= v.fair
+                q.running -= 1
+            verb = "reclaim" if reason is EvictionReason.RECLAIMED else "preempt"
+            self.c.evictions.append(
+                Eviction(
+                    gang=v.gang.id,
+                    reason=reason,
+                    for_gang=w.gang.id,
+                    message=f"evicted to {verb} capacity for {w.gang.id} "
+                    f"(queue {w.queue.name}, priority {w.gang.priority})",
+                )
+            )
+
+    def try_evictions(self, w: GangWork) -> tuple[str, Outcome] | None:
+        """Reclaim, then preemption; returns the description and the placement it allows."""
+        prep, now = self.prep, self.now
+        if self.policy.reclaim and can_reclaim(w):
+            cands = reclaim_candidates(w, prep.running, prep.queues, now)
+            if cands:
+                got = choose_victims(self.state, w, cands, keeps_victim_share(prep.queues), now)
+                if got is not None:
+                    victims, out = got
+                    self.evict(victims, EvictionReason.RECLAIMED, w)
+                    return "reclaiming from " + _victim_list(victims), out
+        if self.policy.preemption:
+            cands = preemption_candidates(w, prep.running, now)
+            if cands:
+                got = choose_victims(self.state, w, cands, lambda _c, _ch: True, now)
+                if got is not None:
+                    victims, out = got
+                    self.evict(victims, EvictionReason.PREEMPTED, w)
+                    return "preempting lower priority " + _victim_list(victims), out
+        return None
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        prep, policy, now = self.prep, self.policy, self.now
+        by_queue: dict[str, list[GangWork]] = {}
+        for w in prep.works:
+            by_queue.setdefault(w.queue.name, []).append(w)
+        ordered: dict[str, list[GangWork]] = {}
+        for name in sorted(by_queue):
+            items = by_queue[name]
+            order = gang_order(
+                [GangKey(w.gang, w.fair) for w in items], now, policy.age_weight, policy.size_weight
+            )
+            ordered[name] = [items[i] for i in order]
+            for pos, w in enumerate(ordered[name], start=1):
+                w.position = pos
+        cursor = dict.fromkeys(ordered, 0)
+        while True:
+            best: tuple[tuple[int, float, str], str] | None = None
+            for name, items in ordered.items():
+                if cursor[name] < len(items):
+                    q = prep.queues[name]
+                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, name)
+                    if best is None or key < best[0]:
+                        best = (key, name)
+            if best is None:
+                break
+            name = best[1]
+            w = ordered[name][cursor[name]]
+            cursor[name] += 1
+            self.step(w)
+
+    def step(self, w: GangWork) -> None:
+        """Decide one gang (see the module docstring, step 4)."""
+        c, now = self.c, self.now
+        gid = w.gang.id
+        end = now + w.duration
+        if w.waiting_for_pods:
+            eta: float | None = None
+            ending = 0
+            if w.gang.min_resources is not None and w.shapes and self._may_plan(w):
+                plan = self.plan(w)
+                if plan is not None:
+                    eta, ending = plan.start, plan.ending
+            have = len(w.gang.members)
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.WAITING_FOR_PODS,
+                f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending),
+                eta=eta,
+            )
+            return
+        over = _over_limit(w, self.prep.index.pos)
+        if over:
+            c.reasons[gid] = self.decision(w, Reason.QUEUE_OVER_LIMIT, over)
+            return
+        if w.gpus > self.prep.capacity_gpu:
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.INSUFFICIENT_CAPACITY,
+                f"needs {units(w.gpus, True)}, more than the cluster has "
+                f"({self.prep.capacity_gpu} schedulable in total)",
+            )
+            return
+        out = self.try_now(w, end)
+        if out.assignment is not None:
+            self.commit_now(w, out.assignment, end)
+            c.bound[gid] = out.assignment
+            c.bound_leaves[gid] = out.leaves
+            backfilled = c.first_reserved is not None
+            reason = Reason.BACKFILLED if backfilled else Reason.SCHEDULED
+            msg = self._bound_message(w, out, backfilled)
+            c.reasons[gid] = self.decision(w, reason, msg, placement=self._placement(out))
+            return
+        # Capacity already on its way back (gangs being evicted, past their limit)?
+        soon = None
+        if self.state.events and self.state.events[0].time <= now:
+            soon = earliest_start(self.state, w, now, until=now)
+        if soon is not None:
+            self.hold(w, soon.outcome.assignment or [], now)
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.WAITING_FOR_RESERVATION,
+                f"needs {self._need(w)}; capacity being freed now is reserved for it",
+                eta=now,
+                placement=self._placement(soon.outcome),
+            )
+            return
+        evicted = self.try_evictions(w)
+        if evicted is not None:
+            what, got = evicted
+            self.hold(w, got.assignment or [], now)
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.WAITING_FOR_RESERVATION,
+                f"needs {self._need(w)}; {what}; starts when they have stopped",
+                eta=now,
+                placement=self._placement(got),
+            )
+            return
+        plan = self.plan(w) if self._may_plan(w) else None
+        if plan is not None and plan.outcome.assignment is not None:
+            self.hold(w, plan.outcome.assignment, plan.start)
+        self.explain(w, end, out, plan)
+
+    def _may_plan(self, w: GangWork) -> bool:
+        return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
+
+    def plan(self, w: GangWork) -> Plan | None:
+        self.c.depth_used += 1
+        return earliest_start(self.state, w, self.now)
+
+    # -- explanations --------------------------------------------------------------------------
+
+    def _need(self, w: GangWork) -> str:
+        if w.gpus:
+            return units(w.gpus, True)
+        return units(sum(len(s.pods) for s in w.shapes), False)
+
+    def _usable_gpus(self, w: GangWork) -> int:
+        st = self.state
+        if len(w.shapes) == 1 and w.shapes[0].feasible.node_count == len(st.free):
+            return st.total_gpu
+        nodes = {n for s in w.shapes for ns in s.feasible.leaf_nodes.values() for n in ns}
+        return sum(max(0, st.free[n][0]) for n in nodes if st.usable[n])
+
+    def explain(self, w: GangWork, end: float, out: Outcome, plan: Plan | None) -> None:
+        """Reason and message for a gang that cannot start now."""
+        c, now, st, topo = self.c, self.now, self.state, self.prep.topo
+        gid = w.gang.id
+        eta = plan.start if plan is not None else None
+        then = eta_phrase(eta, now, plan.ending if plan is not None else 0)
+        if plan is None and self._may_plan(w) is False and self.policy.backfill:
+            then = "; beyond the backfill depth, no expected start"
+        free = self._usable_gpus(w)
+        need = self._need(w)
+        placement = self._placement(plan.outcome) if plan is not None else None
+        level = w.required_level
+        if level is not None and not topo.level_present[level]:
+            lv = topo.levels[level]
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.TOPOLOGY_UNSATISFIABLE,
+                f"needs {need} under one {lv.name}, but no node has the label {lv.label}",
+            )
+            return
+        if w.gpus > free:
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.INSUFFICIENT_CAPACITY,
+                f"needs {need}; {free} free" + then,
+                free=free,
+                eta=eta,
+                placement=placement,
+            )
+            return
+        if level is not None:
+            loose = place(NowView(st, now, end, c.cache), w.shapes, None, None)
+            if loose.assignment is not None:
+                name, gpus = self._best_domain(w, level, out)
+                lv = topo.levels[level]
+                c.reasons[gid] = self.decision(
+                    w,
+                    Reason.TOPOLOGY_UNSATISFIABLE,
+                    f"needs {need} under one {lv.name}; the best {lv.name} ({name}) has "
+                    f"{gpus} free" + then,
+                    free=free,
+                    best=(name, gpus),
+                    eta=eta,
+                    placement=placement,
+                )
+                return
+        if st.hold_count:
+            loose = place(_IgnoreHolds(st, c.cache), w.shapes, w.required_level, w.preferred_level)
+            if loose.assignment is not None:
+                nodes = sorted({n for _, n in loose.assignment})
+                holders = [g for g in st.held_gangs(nodes, end) if g != gid]
+                who = ", ".join(holders[:3]) + (" …" if len(holders) > 3 else "")
+                c.reasons[gid] = self.decision(
+                    w,
+                    Reason.WAITING_FOR_RESERVATION,
+                    f"needs {need}; {free} free, but that capacity is reserved for {who}" + then,
+                    free=free,
+                    eta=eta,
+                    placement=placement,
+                )
+                return
+        detail = f"needs {need} ({self._shape_text(w)}); {free} free" + (
+            f", but only {out.fit_pods} of its pods fit" if out.fit_pods else ""
+        )
+        c.reasons[gid] = self.decision(
+            w, Reason.INSUFFICIENT_CAPACITY, detail + then, free=free, eta=eta, placement=placement
+        )
+
+    def _shape_text(self, w: GangWork) -> str:
+        parts = []
+        for s in w.shapes:
+            what = ", ".join(
+                f"{self.prep.index.names[i]}={a}"
+                for i, a in s.req
+                if self.prep.index.names[i] != "pods"
+            )
+            parts.append(f"{len(s.pods)} × {{{what}}}")
+        return " + ".join(parts)
+
+    def _best_domain(self, w: GangWork, level: int, out: Outcome) -> tuple[str, int]:
+        if out.best_domain is not None and out.best_domain_gpus is not None:
+            return out.best_domain, out.best_domain_gpus
+        topo, st = self.prep.topo, self.state
+        of_leaf = topo.level_domain_of_leaf[level]
+        sums: dict[int, int] = {}
+        for s in w.shapes:
+            for leaf in s.feasible.leaves:
+                sums[of_leaf[leaf]] = sums.get(of_leaf[leaf], 0) + st.leaf_gpu[leaf]
+        if not sums:
+            return "none", 0
+        d = min(sums, key=lambda d: (-sums[d], d))
+        return topo.level_domain_names[level][d], sums[d]
+
+    def _bound_message(self, w: GangWork, out: Outcome, backfilled: bool) -> str:
+        assert out.assignment is not None
+        nodes = len({n for _, n in out.assignment})
+        names = [self.prep.topo.leaf_name[lf] for lf in out.leaves]
+        leaves = f"{len(names)} leaf" if len(names) == 1 else f"{len(names)} leaves"
+        msg = (
+            f"bound {len(out.assignment)} pods ({self._need(w)}) on {nodes} node"
+            f"{'' if nodes == 1 else 's'} under {leaves} ({', '.join(names[:4])}"
+            f"{' …' if len(names) > 4 else ''})"
+        )
+        if backfilled:
+            limit = "no time limit" if w.duration == math.inf else "ends by its time limit"
+            msg += f"; backfilled ahead of {self.c.first_reserved} ({limit}, delays no reservation)"
+        return msg
+
+    def _placement(self, out: Outcome) -> Placement | None:
+        if out.assignment is None:
+            return None
+        topo = self.prep.topo
+        nodes = sorted({n for _, n in out.assignment})
+        leaves = sorted({topo.leaf_of[n] for n in nodes})
+        domains: dict[str, tuple[str, ...]] = {}
+        for j, lv in enumerate(topo.levels):
+            of_leaf = topo.level_domain_of_leaf[j]
+            names = topo.level_domain_names[j]
+            domains[lv.name] = tuple(sorted({names[of_leaf[lf]] for lf in leaves}))
+        return Placement(domains=domains, nodes=tuple(topo.node_names[n] for n in nodes))
+
+    def decision(
+        self,
+        w: GangWork,
+        reason: Reason,
+        message: str,
+        *,
+        free: int | None = None,
+        best: tuple[str, int] | None = None,
+        eta: float | None = None,
+        placement: Placement | None = None,
+    ) -> GangDecision:
+        bound = reason in (Reason.SCHEDULED, Reason.BACKFILLED)
+        detail = None
+        if not bound:
+            detail = PendingDetail(
+                requested_gpus=w.gpus,
+                free_gpus=self._usable_gpus(w) if free is None else free,
+                best_domain=best[0] if best else None,
+                best_domain_free_gpus=best[1] if best else None,
+                queue_deserved_gpus=w.queue.deserved,
+                queue_allocated_gpus=w.queue.alloc_fair,
+            )
+        return GangDecision(
+            reason=reason,
+            message=message,
+            detail=detail,
+            queue_position=None if bound else w.position,
+            estimated_start=eta,
+            placement=placement,
+        )
+
+    # -- extras --------------------------------------------------------------------------------
+
+    def place_extras(self) -> None:
+        """Members beyond `minMember` of gangs bound now, where they fit without holds broken."""
+        st, topo = self.state, self.prep.topo
+        for w in self.prep.works:
+            gid = w.gang.id
+            if gid not in self.c.bound or not w.extras:
+                continue
+            end = self.now + w.duration
+            view = NowView(st, self.now, end, self.c.cache)
+            used = sorted({n for _, n in self.c.bound[gid]})
+            leaves = self.c.bound_leaves.get(gid, [])
+            scope: set[int] | None = None
+            if w.required_level is not None:
+                of_leaf = topo.level_domain_of_leaf[w.required_level]
+                doms = {of_leaf[lf] for lf in leaves}
+                scope = {lf for lf in range(len(topo.leaf_nodes)) if of_leaf[lf] in doms}
+            for member, shape in w.extras:
+                cands = list(used)
+                for lf in leaves:
+                    cands.extend(shape.feasible.leaf_nodes.get(lf, []))
+                for lf in shape.feasible.leaves:
+                    if scope is None or lf in scope:
+                        cands.extend(shape.feasible.leaf_nodes[lf])
+                feasible = {n for ns in shape.feasible.leaf_nodes.values() for n in ns}
+                for n in cands:
+                    if n in feasible and count_fit(view.node_capacity(n), shape.req) > 0:
+                        st.change(n, shape.vec, -1)
+                        if end < math.inf:
+                            st.add_release(end, n, list(shape.vec), gid)
+                        self._charge(w.queue, shape.vec, shape.vec[self.prep.fair_pos])
+                        self.c.bound[gid].append((member.pod, n))
+                        if n not in used:
+                            used.append(n)
+                        break
+
+
+class _IgnoreHolds(NowView):
+    """Free capacity now as if nothing were reserved (to tell 'reserved' from 'too small')."""
+
+    __slots__ = ()
+
+    def __init__(self, state: object, cache: LeafCache) -> None:
+        from phalanx.core.capacity import ClusterState
+
+        assert isinstance(state, ClusterState)
+        super().__init__(state, 0.0, -math.inf, {})
+
+    def node_capacity(self, n: int) -> list[int]:
+        return list(self.state.free[n])
+
+
+def _victim_list(victims: list[RunState]) -> str:
+    names = sorted(v.gang.id for v in victims)
+    queues = sorted({v.gang.queue for v in victims})
+    return (
+        f"{len(names)} gang{'' if len(names) == 1 else 's'} ({', '.join(names[:4])}"
+        f"{' …' if len(names) > 4 else ''}) of queue{'' if len(queues) == 1 else 's'} "
+        f"{', '.join(queues)}"
+    )
+
+
+def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
+    """Run one scheduling cycle over `snapshot` (pure: same inputs, same result)."""
+    prep = prepare(snapshot, policy, now)
+    scaled, scale = _queue_shares(prep, policy)
+    sched = Scheduler(prep, policy, now)
+    sched.run()
+    sched.place_extras()
+    return _result(prep, sched, scaled, scale)
+
+
+def _result(prep: Prepared, sched: Scheduler, scaled: bool, scale: float) -> CycleResult:
+    c = sched.c
+    names = prep.topo.node_names
+    bindings = {
+        gid: {pod: names[n] for pod, n in sorted(assignment)}
+        for gid, assignment in sorted(c.bound.items())
+    }
+    gangs: dict[str, GangDecision] = {}
+    for gid in prep.pending_ids:
+        d = prep.decisions.get(gid) or c.reasons.get(gid)
+        if d is not None:
+            gangs[gid] = d
+    fair_name = prep.index.names[prep.fair_pos]
+    pending: dict[str, int] = {}
+    bound: dict[str, int] = {}
+    for w in prep.works:
+        if w.gang.id in c.bound:
+            bound[w.queue.name] = bound.get(w.queue.name, 0) + 1
+        else:
+            pending[w.queue.name] = pending.get(w.queue.name, 0) + 1
+    queues: dict[str, QueueStatus] = {}
+    for name, q in sorted(prep.queues.items()):
+        running = [
+            r
+            for r in prep.running
+            if r.gang.queue == name and not r.gang.evicting and not r.evicted
+        ]
+        allocated = _allocated_map(prep, sched, q, running)
+        got = allocated.get(fair_name, 0)
+        message = ""
+        if scaled:
+            message = (
+                f"guarantees add up to more than the cluster's {prep.capacity_fair} "
+                f"{fair_name}; scaled down to {scale:.0%}"
+            )
+        if q.invalid:
+            message = q.invalid
+        queues[name] = QueueStatus(
+            deserved={fair_name: q.deserved},
+            allocated=allocated,
+            borrowed={fair_name: max(0, got - q.deserved)},
+            pending_gangs=pending.get(name, 0),
+            running_gangs=len(running) + bound.get(name, 0),
+            fair_share=q.fair_share,
+            guarantee_scaled=scaled,
+            message=message,
+        )
+    return CycleResult(
+        bindings=bindings,
+        evictions=tuple(sorted(c.evictions, key=lambda e: (e.for_gang, e.gang))),
+        reservations=dict(sorted(c.reservations.items())),
+        gangs=gangs,
+        queues=queues,
+    )
+
+
+def _allocated_map(
+    prep: Prepared, sched: Scheduler, q: QueueState, running: list[RunState]
+) -> dict[str, int]:
+    """What the queue holds after this cycle's decisions (running, minus evicted, plus bound)."""
+    index = prep.index
+    alloc = [0] * len(index)
+    for r in running:
+        for _, vec in r.nodes:
+            for i, v in enumerate(vec):
+                alloc[i] += v
+    for w in prep.works:
+        if w.queue is not q or w.gang.id not in sched.c.bound:
+            continue
+        vec_of = {p: s.vec for s in w.shapes for p in s.pods}
+        vec_of.update({m.pod: s.vec for m, s in w.extras})
+        for pod, _ in sched.c.bound[w.gang.id]:
+            for i, v in enumerate(vec_of[pod]):
+                alloc[i] += v
+    out = index.to_map(alloc)
+    out.pop("pods", None)
+    return out

@@ -1,0 +1,332 @@
+"""The types the core takes and returns: snapshot, policy, cycle result.
+
+They are frozen slotted dataclasses rather than pydantic models: the adapter and the simulator build
+thousands of them per cycle, and plain dataclasses cost nothing to construct and nothing to read.
+Validation of *values* (negative quantities, unknown levels, zero weights) happens in the cycle
+and turns into a typed reason on the gang concerned, never into an exception, because one bad
+object must not stop scheduling for everybody else.
+
+Quantities are integers: cpu in millicores, memory in bytes, GPUs and pods as counts, extended
+resources as the API counts them. Times are float seconds since the epoch (`now` is an argument of
+the cycle; the core never reads a clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from phalanx.core.reasons import EvictionReason, Reason
+from phalanx.core.resources import GPU, ResourceList
+
+# ---------------------------------------------------------------------------------------------
+# Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint. `NoSchedule` and `NoExecute` keep pods off unless tolerated."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration, with Kubernetes semantics.
+
+    `operator` is `Equal` or `Exists`; an empty `key` with `Exists` tolerates every taint; an empty
+    `effect` matches every effect.
+    """
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchExpression:
+    """One node-label requirement: `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Expressions that must all hold (a term of required node affinity)."""
+
+    match_expressions: tuple[MatchExpression, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node as the scheduler sees it.
+
+    `used` holds the requests of pods on this node that are *not* members of a running gang listed
+    in the snapshot (pods bound by other schedulers, daemon sets, pods still terminating after their
+    gang left the snapshot). Running gang members are added by the core from `RunningGang.members`,
+    so an eviction decided in the cycle knows exactly what it frees. GPUs come from allocatable
+    `nvidia.com/gpu`, else from the label `nvidia.com/gpu.count`.
+    """
+
+    name: str
+    allocatable: ResourceList
+    used: ResourceList = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A pod of a pending gang: what it requests and where it may go.
+
+    `affinity` holds the terms of required node affinity (any term may match; an empty tuple means
+    no constraint).
+    """
+
+    pod: str
+    requests: ResourceList
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningMember:
+    """A bound pod of a running gang."""
+
+    pod: str
+    node: str
+    requests: ResourceList
+
+
+@dataclass(frozen=True, slots=True)
+class RunningGang:
+    """A gang that holds capacity now.
+
+    `time_limit` (seconds from `start_time`) is what backfill plans with; `None` means it may run
+    forever, so its capacity never shows up in any reservation. `protected` is set by the adapter
+    when a PodDisruptionBudget forbids evicting it: reclaim and preemption skip it. `evicting` marks
+    a gang whose eviction was decided earlier and whose pods are terminating: its capacity is
+    counted as used now and free from `now` on in plans, it is not charged to its queue, and it is
+    never chosen as a victim again (so a waiting reclaimer does not evict twice).
+    """
+
+    id: str
+    queue: str
+    members: tuple[RunningMember, ...]
+    priority: int = 0
+    start_time: float = 0.0
+    time_limit: float | None = None
+    protected: bool = False
+    evicting: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingGang:
+    """A PodGroup waiting to be scheduled.
+
+    `id` is "namespace/name". `members` are the pods that exist; the first `min_member` of them (in
+    pod-id order) must be placed together, the rest are placed when they fit. `min_resources`, when
+    the pods do not exist yet, lets the gang get a queue position and an estimated start.
+    """
+
+    id: str
+    min_member: int
+    members: tuple[Member, ...] = ()
+    queue: str = "default"
+    namespace: str = ""
+    priority: int = 0
+    creation_time: float = 0.0
+    topology_required: str | None = None
+    topology_preferred: str | None = None
+    time_limit: float | None = None
+    min_resources: ResourceList | None = None
+
+    @property
+    def ns(self) -> str:
+        """Namespace, from the field or else from the id."""
+        return self.namespace or self.id.partition("/")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """A fair-share queue (PRODUCT.md §3). `usage` is the decayed GPU-seconds the operator keeps.
+
+    `namespaces` empty means every namespace may submit.
+    """
+
+    name: str
+    weight: int = 1
+    guarantee: ResourceList = field(default_factory=dict)
+    limit: ResourceList | None = None
+    reclaimable: bool = True
+    namespaces: tuple[str, ...] = ()
+    priority: int = 0
+    usage: float = 0.0
+    default_time_limit: float | None = None
+    max_time_limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one cycle decides from."""
+
+    nodes: tuple[Node, ...]
+    queues: tuple[Queue, ...]
+    running: tuple[RunningGang, ...] = ()
+    pending: tuple[PendingGang, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Policy
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLevel:
+    """A topology level: its name (used in PodGroup `topology`) and the node label holding it."""
+
+    name: str
+    label: str
+
+
+DEFAULT_TOPOLOGY_LEVELS: tuple[TopologyLevel, ...] = (
+    TopologyLevel("spine", "network.topology.nvidia.com/spine"),
+    TopologyLevel("leaf", "network.topology.nvidia.com/block"),
+)
+
+SEVEN_DAYS = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Operator configuration the core depends on (PRODUCT.md §5).
+
+    `topology_levels` go from coarse to fine; the finest is what placement calls a leaf. Gang order
+    within a queue is by priority, then `age_weight × age + size_weight × size` (both normalised to
+    [0, 1] over the pending gangs), then creation time: the default (1, 0) is FIFO.
+    """
+
+    topology_levels: tuple[TopologyLevel, ...] = DEFAULT_TOPOLOGY_LEVELS
+    fair_share_resource: str = GPU
+    backfill: bool = True
+    backfill_depth: int = 100
+    reclaim: bool = True
+    preemption: bool = True
+    age_weight: float = 1.0
+    size_weight: float = 0.0
+    usage_half_life: float = SEVEN_DAYS
+
+
+# ---------------------------------------------------------------------------------------------
+# Result
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Evict this whole gang (`Reclaimed` or `Preempted`) so that `for_gang` can start."""
+
+    gang: str
+    reason: EvictionReason
+    for_gang: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Where and when a waiting gang will start; the capacity is held against later gangs."""
+
+    gang: str
+    start: float
+    nodes: tuple[str, ...]
+    pods: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a gang is (or is planned to be): domain names per topology level, and nodes."""
+
+    domains: Mapping[str, tuple[str, ...]]
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDetail:
+    """The numbers behind a pending gang's message (`pendingDetail` in PodGroup status)."""
+
+    requested_gpus: int
+    free_gpus: int
+    best_domain: str | None
+    best_domain_free_gpus: int | None
+    queue_deserved_gpus: int
+    queue_allocated_gpus: int
+
+    def to_status(self) -> dict[str, int | str]:
+        """The camelCase form written to PodGroup status (absent fields left out)."""
+        out: dict[str, int | str] = {
+            "requestedGPUs": self.requested_gpus,
+            "freeGPUs": self.free_gpus,
+            "queueDeservedGPUs": self.queue_deserved_gpus,
+            "queueAllocatedGPUs": self.queue_allocated_gpus,
+        }
+        if self.best_domain is not None:
+            out["bestDomain"] = self.best_domain
+        if self.best_domain_free_gpus is not None:
+            out["bestDomainFreeGPUs"] = self.best_domain_free_gpus
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GangDecision:
+    """The cycle's verdict on one pending gang.
+
+    `reason` is `Scheduled`/`Backfilled` when the gang is in `CycleResult.bindings`, otherwise one
+    of the `Scheduled=False` reasons of PRODUCT.md §2. `estimated_start` is set when a reservation
+    (or a plan, for `WaitingForPods` with `minResources`) exists within the backfill depth.
+    """
+
+    reason: Reason
+    message: str
+    detail: PendingDetail | None = None
+    queue_position: int | None = None
+    estimated_start: float | None = None
+    placement: Placement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """Per-queue figures for Queue status and `phalanx share`.
+
+    `deserved` is computed on the fair-share resource only (other resources are constraints).
+    `guarantee_scaled` is true when the guarantees add up to more than the cluster and were scaled
+    down in proportion; `message` says so in words.
+    """
+
+    deserved: Mapping[str, int]
+    allocated: Mapping[str, int]
+    borrowed: Mapping[str, int]
+    pending_gangs: int
+    running_gangs: int
+    fair_share: float
+    guarantee_scaled: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """What one cycle decided.
+
+    `bindings` maps gang id → pod id → node name and holds whole gangs only (at least `min_member`
+    pods). `gangs` has a decision for every pending gang of the snapshot.
+    """
+
+    bindings: Mapping[str, Mapping[str, str]]
+    evictions: tuple[Eviction, ...]
+    reservations: Mapping[str, Reservation]
+    gangs: Mapping[str, GangDecision]
+    queues: Mapping[str, QueueStatus]

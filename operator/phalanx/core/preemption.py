@@ -1,0 +1,25 @@
+"""Priority preemption within a queue: a higher-priority gang may evict lower-priority gangs of
+its own queue, whole, if that lets it start now.
+
+It stays inside the queue so that priority classes never become a way around fair share between
+teams (that is what reclaim and its guards are for). Victims: strictly lower priority, not
+PDB-protected, not already being evicted; lowest priority first, then least run time lost.
+"""
+
+from __future__ import annotations
+
+from phalanx.core.work import GangWork, RunState
+
+
+def preemption_candidates(work: GangWork, running: list[RunState], now: float) -> list[RunState]:
+    """Running gangs of the same queue that `work` may preempt, in eviction-preference order."""
+    prio = work.gang.priority
+    out = [
+        r
+        for r in running
+        if r.gang.queue == work.queue.name
+        and r.gang.priority < prio
+        and not (r.evicted or r.gang.evicting or r.gang.protected)
+    ]
+    out.sort(key=lambda r: (r.gang.priority, max(0.0, now - r.gang.start_time), r.gang.id))
+    return out

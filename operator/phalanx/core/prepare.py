@@ -1,0 +1,322 @@
+"""Turning a `Snapshot` into the cycle's working state, and refusing bad input gang by gang.
+
+Everything the snapshot says is checked here once: duplicate names, negative quantities, unknown
+or invalid queues, namespaces, topology levels, time limits. A problem with one gang becomes a
+typed decision for that gang (`Invalid`, `QueueNotFound`, `QueueForbidden`) and the cycle goes on
+for the others; a problem with a node (negative or missing quantities) is clamped so the node is
+simply not usable for what it lacks. Nothing here raises on odd values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from phalanx.core.capacity import ClusterState
+from phalanx.core.fit import Signature, node_accepts, signature
+from phalanx.core.model import GangDecision, Member, Node, PendingGang, Policy, Queue, Snapshot
+from phalanx.core.placement import Feasible, Shape
+from phalanx.core.reasons import Reason
+from phalanx.core.resources import (
+    GPU,
+    GPU_COUNT_LABEL,
+    PODS,
+    UNLIMITED,
+    ResourceIndex,
+    SparseRequest,
+    dense,
+    negative_entries,
+)
+from phalanx.core.topology import Topology, build_topology
+from phalanx.core.work import GangWork, QueueState, RunState
+
+
+@dataclass(slots=True)
+class Prepared:
+    """The working state of one cycle, before any decision."""
+
+    index: ResourceIndex
+    nodes: list[Node]
+    topo: Topology
+    state: ClusterState
+    queues: dict[str, QueueState]
+    running: list[RunState]
+    works: list[GangWork]
+    decisions: dict[str, GangDecision]
+    fair_pos: int
+    capacity_gpu: int
+    capacity_fair: int
+    pending_ids: list[str]
+
+
+def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
+    names = {GPU, PODS, policy.fair_share_resource}
+    for node in snapshot.nodes:
+        names.update(node.allocatable)
+        names.update(node.used)
+    for q in snapshot.queues:
+        names.update(q.guarantee)
+        if q.limit:
+            names.update(q.limit)
+    for r in snapshot.running:
+        for rm in r.members:
+            names.update(rm.requests)
+    for p in snapshot.pending:
+        for m in p.members:
+            names.update(m.requests)
+        if p.min_resources:
+            names.update(p.min_resources)
+    return names
+
+
+def _node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int]]:
+    alloc = [max(0, v) for v in index.vector(node.allocatable)]
+    if GPU not in node.allocatable:
+        try:
+            alloc[0] = max(0, int(node.labels.get(GPU_COUNT_LABEL, "0")))
+        except ValueError:
+            alloc[0] = 0
+    if PODS not in node.allocatable:
+        alloc[1] = UNLIMITED
+    used = [max(0, v) for v in index.vector(node.used)]
+    return alloc, used
+
+
+def _queue_state(q: Queue, index: ResourceIndex) -> QueueState:
+    problems: list[str] = []
+    if q.weight < 1:
+        problems.append(f"weight {q.weight} (must be at least 1)")
+    bad = negative_entries(q.guarantee) + (negative_entries(q.limit) if q.limit else [])
+    if bad:
+        problems.append("negative quantities for " + ", ".join(sorted(set(bad))))
+    limit = index.vector(q.limit) if q.limit is not None else None
+    if q.limit is not None:
+        over = sorted(n for n, g in q.guarantee.items() if n in q.limit and g > q.limit[n])
+        if over:
+            problems.append("guarantee above limit for " + ", ".join(over))
+    invalid = f"queue {q.name} is invalid: " + "; ".join(problems) if problems else ""
+    if limit is not None:
+        for name in index.names:
+            if name not in q.limit:  # type: ignore[operator]
+                limit[index.pos[name]] = UNLIMITED
+    return QueueState(name=q.name, queue=q, invalid=invalid, alloc=[0] * len(index), limit=limit)
+
+
+def _gang_problem(p: PendingGang, policy: Policy, q: Queue | None, duration: float | None) -> str:
+    """Why a pending gang is `Invalid`, or '' when it is well-formed."""
+    levels = {lv.name for lv in policy.topology_levels}
+    if p.min_member < 1:
+        return f"minMember is {p.min_member}; it must be at least 1"
+    pods = [m.pod for m in p.members]
+    if len(set(pods)) != len(pods):
+        return "the same pod is listed twice among the members"
+    for m in p.members:
+        bad = negative_entries(m.requests)
+        if bad:
+            return f"pod {m.pod} requests a negative quantity of {', '.join(bad)}"
+    if p.min_resources is not None and negative_entries(p.min_resources):
+        return "minResources has a negative quantity of " + ", ".join(
+            negative_entries(p.min_resources)
+        )
+    for kind, level in (("required", p.topology_required), ("preferred", p.topology_preferred)):
+        if level is not None and level not in levels:
+            known = ", ".join(lv.name for lv in policy.topology_levels) or "none"
+            return f"topology {kind} level {level!r} is not configured (levels: {known})"
+    if duration is not None and not (duration > 0 and math.isfinite(duration)):
+        return f"timeLimitSeconds must be positive, got {duration}"
+    if (
+        duration is not None
+        and q is not None
+        and q.max_time_limit is not None
+        and duration > q.max_time_limit
+    ):
+        return (
+            f"timeLimitSeconds {duration:g} exceeds the queue's maxTimeLimitSeconds "
+            f"{q.max_time_limit:g}"
+        )
+    return ""
+
+
+def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
+    """Build the cycle's working state from the snapshot (see the module docstring)."""
+    index = ResourceIndex(_names(snapshot, policy))
+    fair_pos = index.pos[policy.fair_share_resource]
+    width = len(index)
+
+    by_name: dict[str, Node] = {}
+    for node in snapshot.nodes:
+        by_name.setdefault(node.name, node)
+    nodes = [by_name[n] for n in sorted(by_name)]
+    node_pos = {node.name: i for i, node in enumerate(nodes)}
+    topo = build_topology(nodes, policy.topology_levels)
+
+    free: list[list[int]] = []
+    usable: list[bool] = []
+    capacity_gpu = 0
+    capacity_fair = 0
+    for node in nodes:
+        alloc, used = _node_vectors(node, index)
+        vec = [a - u for a, u in zip(alloc, used, strict=True)]
+        free.append(vec)
+        usable.append(not node.unschedulable)
+        if not node.unschedulable:
+            capacity_gpu += max(0, vec[0])
+            capacity_fair += max(0, vec[fair_pos])
+
+    queues: dict[str, QueueState] = {}
+    for q in sorted(snapshot.queues, key=lambda q: q.name):
+        queues.setdefault(q.name, _queue_state(q, index))
+
+    # Running gangs: occupy their nodes, charge their queues, release at their time limit.
+    running: list[RunState] = []
+    releases: list[tuple[float, int, list[int], str]] = []
+    seen_running: set[str] = set()
+    for g in sorted(snapshot.running, key=lambda g: g.id):
+        if g.id in seen_running:
+            continue
+        seen_running.add(g.id)
+        per_node: dict[int, list[int]] = {}
+        total = [0] * width
+        for rm in g.members:
+            vec = [max(0, v) for v in index.vector(rm.requests)]
+            vec[1] = max(vec[1], 1)
+            for i, v in enumerate(vec):
+                total[i] += v
+            n = node_pos.get(rm.node)
+            if n is None:
+                continue
+            acc = per_node.setdefault(n, [0] * width)
+            for i, v in enumerate(vec):
+                acc[i] += v
+        rs = RunState(gang=g, nodes=sorted(per_node.items()), fair=total[fair_pos])
+        running.append(rs)
+        for n, vec in rs.nodes:
+            cur = free[n]
+            for i, v in enumerate(vec):
+                cur[i] -= v
+        if g.evicting:
+            releases.extend((now, n, vec, g.id) for n, vec in rs.nodes)
+        elif rs.end < math.inf:
+            releases.extend((max(now, rs.end), n, vec, g.id) for n, vec in rs.nodes)
+        owner = queues.get(g.queue)
+        if owner is not None and not g.evicting:
+            for i, v in enumerate(total):
+                owner.alloc[i] += v
+            owner.alloc_fair += total[fair_pos]
+            owner.running += 1
+
+    state = ClusterState(topo, free, usable)
+    for t, n, vec, gid in sorted(releases, key=lambda r: (r[0], r[1], r[3])):
+        state.add_release(t, n, vec, gid)
+
+    # Pending gangs: validate, group identical members into shapes.
+    feasible_cache: dict[Signature, Feasible] = {}
+    shape_ids: dict[tuple[SparseRequest, Signature], int] = {}
+    decisions: dict[str, GangDecision] = {}
+    works: list[GangWork] = []
+    pending_ids: list[str] = []
+
+    def feasible_for(sig: Signature, member: Member) -> Feasible:
+        hit = feasible_cache.get(sig)
+        if hit is None:
+            level = sig[3]
+            leaf_nodes: dict[int, list[int]] = {}
+            count = 0
+            for n, node in enumerate(nodes):
+                if level is not None and not topo.node_labelled[level][n]:
+                    continue
+                if node_accepts(node, member):
+                    leaf_nodes.setdefault(topo.leaf_of[n], []).append(n)
+                    count += 1
+            hit = feasible_cache[sig] = Feasible(leaf_nodes, sorted(leaf_nodes), count)
+        return hit
+
+    def shapes_for(members: list[Member], required_level: int | None) -> list[Shape]:
+        groups: dict[int, Shape] = {}
+        for m in members:
+            req = index.pod_request(m.requests)
+            sig = signature(m, required_level)
+            sid = shape_ids.setdefault((req, sig), len(shape_ids))
+            shape = groups.get(sid)
+            if shape is None:
+                vec = dense(req, width)
+                shape = groups[sid] = Shape(sid, req, vec, vec[0], feasible_for(sig, m))
+            shape.pods.append(m.pod)
+        return [groups[s] for s in sorted(groups)]
+
+    for p in snapshot.pending:
+        if p.id in decisions or p.id in pending_ids:
+            continue
+        pending_ids.append(p.id)
+        qs = queues.get(p.queue)
+        spec = qs.queue if qs is not None else None
+        duration = p.time_limit
+        if duration is None and spec is not None:
+            duration = spec.default_time_limit
+        problem = _gang_problem(p, policy, spec, duration)
+        if problem:
+            decisions[p.id] = GangDecision(Reason.INVALID, problem)
+            continue
+        if qs is None:
+            decisions[p.id] = GangDecision(
+                Reason.QUEUE_NOT_FOUND, f"queue {p.queue!r} does not exist"
+            )
+            continue
+        if qs.invalid:
+            decisions[p.id] = GangDecision(Reason.INVALID, qs.invalid)
+            continue
+        if qs.queue.namespaces and p.ns not in qs.queue.namespaces:
+            decisions[p.id] = GangDecision(
+                Reason.QUEUE_FORBIDDEN,
+                f"namespace {p.ns!r} may not submit to queue {p.queue!r} "
+                f"(allowed: {', '.join(qs.queue.namespaces)})",
+            )
+            continue
+        level_pos = topo.level_pos
+        req_level = level_pos[p.topology_required] if p.topology_required else None
+        pref_level = level_pos[p.topology_preferred] if p.topology_preferred else None
+        members = sorted(p.members, key=lambda m: m.pod)
+        waiting = len(members) < p.min_member
+        if waiting and p.min_resources is not None:
+            # Stand-in members so the gang can be planned before its pods exist.
+            per_pod = {name: -(-amount // p.min_member) for name, amount in p.min_resources.items()}
+            members = [Member(f"{p.id}#{i}", per_pod) for i in range(p.min_member)]
+        required = members[: p.min_member]
+        extras = members[p.min_member :] if not waiting else []
+        shapes = shapes_for(required, req_level)
+        total = [0] * width
+        for s in shapes:
+            for i, v in enumerate(s.vec):
+                total[i] += v * len(s.pods)
+        extra_shapes = [(m, shapes_for([m], req_level)[0]) for m in extras]
+        works.append(
+            GangWork(
+                gang=p,
+                queue=qs,
+                shapes=shapes,
+                extras=extra_shapes,
+                gpus=total[0],
+                fair=total[fair_pos],
+                total=total,
+                duration=math.inf if duration is None else float(duration),
+                required_level=req_level,
+                preferred_level=pref_level,
+                waiting_for_pods=waiting,
+            )
+        )
+        qs.pending += 1
+
+    return Prepared(
+        index=index,
+        nodes=nodes,
+        topo=topo,
+        state=state,
+        queues=queues,
+        running=running,
+        works=works,
+        decisions=decisions,
+        fair_pos=fair_pos,
+        capacity_gpu=capacity_gpu,
+        capacity_fair=capacity_fair,
+        pending_ids=pending_ids,
+    )

@@ -1,0 +1,69 @@
+"""The typed reasons of PRODUCT.md §2 and the wording of the messages that carry numbers.
+
+Reasons are a `StrEnum` so that they compare equal to the exact strings written to PodGroup
+conditions; tools and tests match on those strings. Messages are for people: durations are
+relative ("in 1h05m") because the core has no clock or time zone; the operator renders
+`estimatedStartTime` as RFC 3339 itself.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Reason(enum.StrEnum):
+    """Reason of the `Scheduled` condition of a PodGroup."""
+
+    SCHEDULED = "Scheduled"
+    BACKFILLED = "Backfilled"
+    WAITING_FOR_PODS = "WaitingForPods"
+    QUEUE_NOT_FOUND = "QueueNotFound"
+    QUEUE_FORBIDDEN = "QueueForbidden"
+    QUEUE_OVER_LIMIT = "QueueOverLimit"
+    INSUFFICIENT_CAPACITY = "InsufficientCapacity"
+    TOPOLOGY_UNSATISFIABLE = "TopologyUnsatisfiable"
+    WAITING_FOR_RESERVATION = "WaitingForReservation"
+    INVALID = "Invalid"
+
+
+class EvictionReason(enum.StrEnum):
+    """Reason of the `Evicted` condition for evictions the core decides."""
+
+    RECLAIMED = "Reclaimed"
+    PREEMPTED = "Preempted"
+
+
+def format_duration(seconds: float) -> str:
+    """Short human duration: 45s, 12m, 1h05m, 2d03h."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m" if s == 0 else f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def units(amount: int, gpus: bool) -> str:
+    """'64 GPUs' / '1 GPU' or '3 pods' — gangs without GPUs are counted in pods."""
+    noun = "GPU" if gpus else "pod"
+    return f"{amount} {noun}{'' if amount == 1 else 's'}"
+
+
+def eta_phrase(start: float | None, now: float, ending: int) -> str:
+    """'; expected start in 25m when 2 running gangs end' (or no ETA)."""
+    if start is None:
+        return ""
+    if start <= now:
+        return "; expected start now, as capacity being freed comes back"
+    if ending <= 0:
+        when = "capacity frees up"
+    elif ending == 1:
+        when = "1 running gang ends"
+    else:
+        when = f"{ending} running gangs end"
+    return f"; expected start in {format_duration(start - now)} when {when}"

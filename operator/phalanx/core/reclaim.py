@@ -1,0 +1,69 @@
+"""Reclaim: take lent capacity back, by evicting whole gangs of queues above their share.
+
+The guards of PRODUCT.md §4, and why each exists:
+
+* only a queue below its deserved share reclaims, and only for a gang that keeps it at or below
+  that share — so a queue over its share can never reclaim;
+* victims come only from other, reclaimable queues above their deserved share, and a victim queue
+  is never taken below its deserved share — together with the previous guard this makes ping-pong
+  impossible: after a reclaim the reclaimer is at or below its share and the victim at or above,
+  so the victim cannot reclaim back;
+* PDB-protected gangs and gangs already being evicted are skipped;
+* victims are ordered lower queue priority, lower gang priority, least run time lost, and the
+  search keeps the fewest gangs that let the waiting gang start now, or evicts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from phalanx.core.work import GangWork, QueueState, RunState
+
+
+def can_reclaim(work: GangWork) -> bool:
+    """Whether `work`'s queue is entitled to reclaim for it."""
+    q = work.queue
+    return q.alloc_fair < q.deserved and q.alloc_fair + work.fair <= q.deserved
+
+
+def reclaim_candidates(
+    work: GangWork, running: list[RunState], queues: dict[str, QueueState], now: float
+) -> list[RunState]:
+    """Running gangs that reclaim may consider, in eviction-preference order."""
+    out: list[RunState] = []
+    for r in running:
+        g = r.gang
+        q = queues.get(g.queue)
+        if (
+            r.evicted
+            or g.evicting
+            or g.protected
+            or q is None
+            or q.name == work.queue.name
+            or not q.queue.reclaimable
+            or not q.over_share
+        ):
+            continue
+        out.append(r)
+    out.sort(
+        key=lambda r: (
+            queues[r.gang.queue].queue.priority,
+            r.gang.priority,
+            max(0.0, now - r.gang.start_time),
+            r.gang.id,
+        )
+    )
+    return out
+
+
+def keeps_victim_share(
+    queues: dict[str, QueueState],
+) -> Callable[[RunState, list[RunState]], bool]:
+    """Guard: a victim queue is never taken below its deserved share."""
+
+    def allowed(cand: RunState, chosen: list[RunState]) -> bool:
+        q = queues[cand.gang.queue]
+        taken = sum(c.fair for c in chosen if c.gang.queue == q.name)
+        return q.alloc_fair - taken - cand.fair >= q.deserved
+
+    return allowed

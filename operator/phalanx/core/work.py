@@ -1,0 +1,69 @@
+"""Per-cycle working records: the snapshot's gangs and queues plus what the cycle learns.
+
+Kept apart from the public model so the model stays a plain, frozen description of the world and
+these can be mutable, slotted and index-based for the hot path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from phalanx.core.model import Member, PendingGang, Queue, RunningGang
+from phalanx.core.placement import Shape
+
+
+@dataclass(slots=True)
+class RunState:
+    """A running gang: per-node capacity it holds (by node index) and its fair-share amount."""
+
+    gang: RunningGang
+    nodes: list[tuple[int, list[int]]]
+    fair: int
+    evicted: bool = False
+
+    @property
+    def end(self) -> float:
+        """When its time limit ends (inf without one)."""
+        limit = self.gang.time_limit
+        return math.inf if limit is None else self.gang.start_time + limit
+
+
+@dataclass(slots=True)
+class QueueState:
+    """A queue during the cycle. `alloc` counts running + bound now + promised to reclaimers."""
+
+    name: str
+    queue: Queue
+    invalid: str = ""
+    alloc: list[int] = field(default_factory=list)
+    alloc_fair: int = 0
+    deserved: int = 0
+    limit: list[int] | None = None
+    demand: int = 0
+    fair_share: float = 1.0
+    running: int = 0
+    pending: int = 0
+
+    @property
+    def over_share(self) -> bool:
+        """Whether it holds more than it deserves (so it is borrowing)."""
+        return self.alloc_fair > self.deserved
+
+
+@dataclass(slots=True)
+class GangWork:
+    """A valid pending gang: its grouped members and everything ordering and placement need."""
+
+    gang: PendingGang
+    queue: QueueState
+    shapes: list[Shape]
+    extras: list[tuple[Member, Shape]]
+    gpus: int
+    fair: int
+    total: list[int]
+    duration: float
+    required_level: int | None
+    preferred_level: int | None
+    waiting_for_pods: bool
+    position: int = 0

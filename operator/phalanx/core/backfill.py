@@ -39,7 +39,8 @@ def earliest_start(
     shapes, duration = work.shapes, work.duration
     required_level, preferred_level = work.required_level, work.preferred_level
     events = state.events
-    if not events:
+    ends = state.hold_ends
+    if not events and not ends:
         return None
     topo = state.topo
     usable = state.usable
@@ -59,10 +60,16 @@ def earliest_start(
     per_leaf = required_level is not None and required_level == topo.finest
     ending: set[str] = set()
     i, count = 0, len(events)
-    while i < count:
-        t = max(now, events[i].time)
+    h, hcount = 0, len(ends)
+    while i < count or h < hcount:
+        # Next moment capacity comes back: a release, or the end of a reservation.
+        t_event = events[i].time if i < count else math.inf
+        t_end = ends[h] if h < hcount else math.inf
+        t = max(now, min(t_event, t_end))
         if t > until:
             return None
+        while h < hcount and ends[h] <= t:
+            h += 1
         while i < count and events[i].time <= t:
             ev = events[i]
             i += 1

@@ -78,6 +78,8 @@ class ClusterState:
         self._event_keys: list[tuple[float, int]] = []
         self.holds: list[list[Hold]] = [[] for _ in free]
         self.leaf_hold_starts: list[list[float]] = [[] for _ in range(nleaves)]
+        #: Finite ends of holds, sorted: a reservation ending is a moment capacity comes back.
+        self.hold_ends: list[float] = []
         self.hold_count = 0
 
     # -- free capacity now ---------------------------------------------------------------------
@@ -125,6 +127,8 @@ class ClusterState:
         self.holds[n].append(Hold(start, end, vec, gang))
         leaf = self.topo.leaf_of[n]
         bisect.insort(self.leaf_hold_starts[leaf], start)
+        if end < INFINITY:
+            bisect.insort(self.hold_ends, end)
         self.leaf_version[leaf] += 1
         self.hold_count += 1
 

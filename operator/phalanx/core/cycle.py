@@ -265,11 +265,12 @@ class Scheduler:
                 w.position = pos
         cursor = dict.fromkeys(ordered, 0)
         while True:
-            best: tuple[tuple[int, float, str], str] | None = None
+            best: tuple[tuple[int, float, float, str], str] | None = None
             for name, items in ordered.items():
                 if cursor[name] < len(items):
                     q = prep.queues[name]
-                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, name)
+                    weight = q.queue.weight * q.fair_share
+                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
                     if best is None or key < best[0]:
                         best = (key, name)
             if best is None:

@@ -1,9 +1,11 @@
 """Order: which queue is served next, and which gang of a queue comes first.
 
-Queues: higher `priority` first, then the lowest allocated/deserved (the queue furthest below its
-share), then name — re-evaluated after every gang, so queues interleave as they fill up instead of
-one queue draining the cluster. Gangs within a queue: priority class value, then the multifactor
-score, then creation time and id so the order is total and the same on every run.
+Queues: higher `priority` first, then the lowest allocated/deserved (the queue furthest below
+its share), then the larger effective weight (between two idle queues, the one with less recent
+usage goes first), then name. This is re-evaluated after every gang, so queues interleave as they
+fill up instead of one queue draining the cluster. Gangs within a queue: priority class value,
+then the multifactor score, then creation time and id, so the order is total and the same on
+every run.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def share_ratio(allocated: int, deserved: int) -> float:
     return allocated / deserved
 
 
-def queue_key(priority: int, allocated: int, deserved: int, name: str) -> tuple[int, float, str]:
+def queue_key(
+    priority: int, allocated: int, deserved: int, effective_weight: float, name: str
+) -> tuple[int, float, float, str]:
     """Sort key of a queue when choosing which one to serve next (smallest first)."""
-    return (-priority, share_ratio(allocated, deserved), name)
+    return (-priority, share_ratio(allocated, deserved), -effective_weight, name)

@@ -113,6 +113,8 @@ def _spread(counts: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
             j = i
             while j + 1 < len(order) and order[j + 1][1] >= remaining:
                 j += 1
+            while j > i and order[j - 1][1] == order[j][1]:
+                j -= 1
             out.append((order[j][0], remaining))
             return out
         out.append(order[i])

@@ -358,9 +358,7 @@ def fabric(spines: int, leaves: int, nodes: int, gpus: int = 8) -> list[NodeBuil
     for s in range(spines):
         for lf in range(leaves):
             for n in range(nodes):
-                out.append(
-                    node(f"s{s}-l{lf}-n{n:02d}").gpus(gpus).leaf(f"s{s}-l{lf}", f"s{s}")
-                )
+                out.append(node(f"s{s}-l{lf}-n{n:02d}").gpus(gpus).leaf(f"s{s}-l{lf}", f"s{s}"))
     return out
 
 

@@ -259,7 +259,9 @@ def _over_share_cannot_reclaim() -> Scenario:
     nodes = fabric(1, 1, 4)  # 32 GPUs
     # a (weight 1) holds 24, b (weight 3) holds 8: deserved a 8, b 24. a is over its share and
     # must not reclaim from b; b may reclaim from a.
-    run = [running(f"a{i}").queue("a").on(f"s0-l0-n{i:02d}").started(NOW - 100 + i) for i in range(3)]
+    run = [
+        running(f"a{i}").queue("a").on(f"s0-l0-n{i:02d}").started(NOW - 100 + i) for i in range(3)
+    ]
     run.append(running("b0").queue("b").on("s0-l0-n03"))
     pending = [gang("amore").queue("a").pods(1).created(1)]
     pending += [gang(f"bmore{i}").queue("b").pods(1).created(2 + i) for i in range(3)]
@@ -271,9 +273,7 @@ def _over_share_cannot_reclaim() -> Scenario:
 
     return Scenario(
         "a queue over its share cannot reclaim from others",
-        snapshot(
-            nodes, queues=[queue("a"), queue("b").weight(3)], running=run, pending=pending
-        ),
+        snapshot(nodes, queues=[queue("a"), queue("b").weight(3)], running=run, pending=pending),
         evictions={
             ("ns/a2", "Reclaimed", "ns/bmore0"),
             ("ns/a1", "Reclaimed", "ns/bmore1"),
@@ -301,7 +301,10 @@ def _priority_preemption() -> Scenario:
             pending=[gang("high").pods(1).priority(100), gang("peer").pods(1).priority(0)],
         ),
         evictions={("ns/low-new", "Preempted", "ns/high")},
-        reasons={"ns/high": Reason.WAITING_FOR_RESERVATION, "ns/peer": Reason.INSUFFICIENT_CAPACITY},
+        reasons={
+            "ns/high": Reason.WAITING_FOR_RESERVATION,
+            "ns/peer": Reason.INSUFFICIENT_CAPACITY,
+        },
         check=lambda r: _assert_reserved(r, "ns/high", {"high-000": "n2"}),
     )
 

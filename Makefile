@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane bench-core clean down
+.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,3 +45,10 @@ down: $(STAMP)
 
 clean: down
 	rm -rf $(VENV)
+
+## Benchmarks (not part of `make test`); each writes bench/results/<name>.json.
+bench-devcluster: control-plane
+	$(BIN)/python bench/devcluster_bench.py
+
+bench-core: $(STAMP)
+	$(BIN)/python bench/core_bench.py

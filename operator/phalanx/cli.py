@@ -26,7 +26,7 @@ dev_cluster = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(dev_cluster, name="dev-cluster")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 NameOpt = Annotated[str, typer.Option("--name", help="Cluster name, for running several.")]
 
 

@@ -5,11 +5,14 @@ Job pods run until deleted)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from phalanx.devcluster import cluster as devcluster
+from phalanx.devcluster.errors import DevClusterError
 from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, load_shape
 from tests.integration.conftest import Cluster
 from tests.integration.waiting import wait_for
@@ -141,3 +144,26 @@ def test_large_shape_comes_up_with_all_nodes_ready() -> None:
     finally:
         devcluster.down(name=name)
     assert not devcluster.status(name).up
+
+
+def test_a_second_up_is_refused_and_down_leaves_no_process_or_port(tmp_path: Path) -> None:
+    shape_file = tmp_path / "tiny.yaml"
+    shape_file.write_text(
+        "name: tiny\nnodeGroups:\n- name: gpu\n  spines: 1\n  leavesPerSpine: 1\n"
+        "  nodesPerLeaf: 2\n  gpus: 8\n"
+    )
+    name = "phalanx-updown-test"
+    kubeconfig = devcluster.up(load_shape(str(shape_file)), name=name, log=print)
+    try:
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        port = int(server.rsplit(":", 1)[1])
+        assert devcluster.port_in_use(port)
+        assert devcluster.processes_under(devcluster.cluster_dir(name)), (
+            "no control-plane process found"
+        )
+        with pytest.raises(DevClusterError, match="a dev cluster is already up"):
+            devcluster.up(load_shape(str(shape_file)), name=name, log=print)
+    finally:
+        devcluster.down(name=name, log=print)
+    assert not devcluster.processes_under(devcluster.cluster_dir(name))
+    assert not devcluster.port_in_use(port), f"port {port} still bound after down"

@@ -141,6 +141,14 @@ def _kube_ldflags() -> str:
     )
 
 
+def _record_build_time(root: Path, component: str, seconds: float) -> None:
+    """Keep how long each cold build took, for bench/devcluster_bench.py to report."""
+    f = root / "build-times.json"
+    times = json.loads(f.read_text()) if f.exists() else {}
+    times[component] = round(seconds, 1)
+    f.write_text(json.dumps(times, indent=1))
+
+
 def _build_into(bin_dir: Path, names: list[str], build: Callable[[Path], None]) -> None:
     """Build into a temporary folder, then rename each binary into place."""
     tmp = bin_dir / ".partial"
@@ -195,6 +203,7 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
             )
 
         _build_into(bins.bin_dir, list(KUBE_COMMANDS), build_kube)
+        _record_build_time(root, "kubernetes", time.monotonic() - started)
         log(f"built Kubernetes in {time.monotonic() - started:.0f}s")
 
     if "etcd" in missing:
@@ -229,6 +238,7 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
             )
 
         _build_into(bins.bin_dir, ["etcd"], build_etcd)
+        _record_build_time(root, "etcd", time.monotonic() - started)
         log(f"built etcd in {time.monotonic() - started:.0f}s")
 
     installs = {
@@ -250,5 +260,6 @@ def ensure_binaries(log: Log = _stderr) -> Binaries:
             _run([go, "install", "-trimpath", "-ldflags", "-s -w", module], root, log_file, env)
 
         _build_into(bins.bin_dir, [name], install)
+        _record_build_time(root, name, time.monotonic() - started)
         log(f"built {name} in {time.monotonic() - started:.0f}s")
     return bins

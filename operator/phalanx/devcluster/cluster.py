@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -278,14 +279,52 @@ def down(log: Log = print, name: str = CLUSTER_NAME) -> bool:
     bins = Binaries(cache_root() / "bin")
     if not bins.path("kwokctl").exists() or not cluster_dir(name).exists():
         return False
+    pids = processes_under(cluster_dir(name))
     result = _kwokctl(bins, "delete", "cluster", "--name", name)
     if result.returncode != 0:
         tail = " ".join((result.stdout + result.stderr).split())[-400:]
         raise DevClusterError(f"kwokctl could not delete the cluster: {tail}")
+    _reap(pids, grace_s=20)
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(cluster_dir(name))
     log(f"cluster {name} deleted")
     return True
+
+
+def processes_under(path: Path) -> list[int]:
+    """PIDs of live processes whose command line names `path` (the cluster's own binaries)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(path) in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def _reap(pids: list[int], grace_s: float) -> None:
+    """kwokctl signals its processes and returns at once: wait for them, then kill stragglers,
+    so that when `down` returns no process or port of the cluster is left."""
+    deadline = time.monotonic() + grace_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if Path(f"/proc/{p}").exists() and _not_zombie(p)]
+        time.sleep(0.1)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def describe_nodes(kubeconfig: Path) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from phalanx.config import ConfigError
 from phalanx.devcluster.errors import DevClusterError
 
 app = typer.Typer(
@@ -32,6 +33,84 @@ NameOpt = Annotated[str, typer.Option("--name", help="Cluster name, for running 
 
 def _log(message: str) -> None:
     err.print(f"[dim]phalanx:[/dim] {message}", highlight=False)
+
+
+def _env(name: str) -> str:
+    return f"PHALANX_{name.upper().replace('-', '_')}"
+
+
+@app.command("run")
+def run(
+    topology_levels: Annotated[
+        str, typer.Option(envvar=_env("topology-levels"), help="NAME=LABEL,… coarse to fine.")
+    ] = "spine=network.topology.nvidia.com/spine,leaf=network.topology.nvidia.com/block",
+    fair_share_resource: Annotated[str, typer.Option(envvar=_env("fair-share-resource"))] = (
+        "nvidia.com/gpu"
+    ),
+    scheduler_name: Annotated[str, typer.Option(envvar=_env("scheduler-name"))] = "phalanx",
+    namespaces: Annotated[
+        str, typer.Option(envvar=_env("namespaces"), help="Comma-separated; empty = all.")
+    ] = "",
+    cycle_interval: Annotated[float, typer.Option(envvar=_env("cycle-interval"))] = 5.0,
+    usage_half_life: Annotated[
+        float, typer.Option(envvar=_env("usage-half-life"), help="Seconds.")
+    ] = 7 * 24 * 3600,
+    backfill: Annotated[bool, typer.Option(envvar=_env("backfill"))] = True,
+    backfill_depth: Annotated[int, typer.Option(envvar=_env("backfill-depth"))] = 100,
+    reclaim: Annotated[bool, typer.Option(envvar=_env("reclaim"))] = True,
+    preemption: Annotated[bool, typer.Option(envvar=_env("preemption"))] = True,
+    bind_concurrency: Annotated[int, typer.Option(envvar=_env("bind-concurrency"))] = 32,
+    bind_deadline: Annotated[float, typer.Option(envvar=_env("bind-deadline"))] = 5.0,
+    eviction_grace: Annotated[int, typer.Option(envvar=_env("eviction-grace"))] = 30,
+    member_failure: Annotated[str, typer.Option(envvar=_env("member-failure"))] = "evict",
+    metrics_port: Annotated[int, typer.Option(envvar=_env("metrics-port"))] = 8080,
+    health_port: Annotated[int, typer.Option(envvar=_env("health-port"))] = 8081,
+    leader_election: Annotated[bool, typer.Option(envvar=_env("leader-election"))] = False,
+    lease_name: Annotated[str, typer.Option(envvar=_env("lease-name"))] = "phalanx-scheduler",
+    lease_namespace: Annotated[str, typer.Option(envvar=_env("lease-namespace"))] = ("kube-system"),
+    lease_duration: Annotated[float, typer.Option(envvar=_env("lease-duration"))] = 15.0,
+    renew_deadline: Annotated[float, typer.Option(envvar=_env("renew-deadline"))] = 10.0,
+    retry_period: Annotated[float, typer.Option(envvar=_env("retry-period"))] = 2.0,
+    kubeconfig: Annotated[str | None, typer.Option(envvar="KUBECONFIG")] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+) -> None:
+    """Run the operator: watch PodGroups, Queues, pods and nodes; schedule gangs."""
+    import asyncio
+    import logging
+
+    from phalanx.config import build_config, parse_topology
+    from phalanx.k8s.operator import run_operator
+
+    cfg = build_config(
+        topology_levels=parse_topology(topology_levels),
+        fair_share_resource=fair_share_resource,
+        scheduler_name=scheduler_name,
+        namespaces=tuple(n for n in namespaces.split(",") if n),
+        cycle_interval_s=cycle_interval,
+        usage_half_life_s=usage_half_life,
+        backfill=backfill,
+        backfill_depth=backfill_depth,
+        reclaim=reclaim,
+        preemption=preemption,
+        bind_concurrency=bind_concurrency,
+        bind_deadline_s=bind_deadline,
+        eviction_grace_s=eviction_grace,
+        member_failure=member_failure,
+        metrics_port=metrics_port,
+        health_port=health_port,
+        leader_election=leader_election,
+        lease_name=lease_name,
+        lease_namespace=lease_namespace,
+        lease_duration_s=lease_duration,
+        renew_deadline_s=renew_deadline,
+        retry_period_s=retry_period,
+    )
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("kopf").setLevel(logging.INFO if verbose else logging.WARNING)
+    asyncio.run(run_operator(cfg, kubeconfig))
 
 
 @dev_cluster.command("build")
@@ -139,7 +218,7 @@ def main() -> None:
     """Entry point: one-line errors for everything a user can cause."""
     try:
         app()
-    except DevClusterError as exc:
+    except (DevClusterError, ConfigError) as exc:
         print(f"phalanx: error: {exc}", file=sys.stderr)
         sys.exit(1)
 

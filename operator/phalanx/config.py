@@ -1,0 +1,120 @@
+"""The operator's one configuration (PRODUCT.md §5), validated at start with clear errors.
+
+Helm values become flags (or `PHALANX_*` environment variables); both end here, in a pydantic
+model, so a bad value stops the operator before it touches the cluster, with a message that names
+the setting. The scheduling knobs are turned into the core's `Policy` by `to_policy`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from phalanx.core import Policy, TopologyLevel
+
+DEFAULT_TOPOLOGY = "spine=network.topology.nvidia.com/spine,leaf=network.topology.nvidia.com/block"
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message names it."""
+
+
+class OperatorConfig(BaseModel):
+    """Everything `phalanx run` can be told."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topology_levels: tuple[tuple[str, str], ...] = Field(
+        default=(
+            ("spine", "network.topology.nvidia.com/spine"),
+            ("leaf", "network.topology.nvidia.com/block"),
+        ),
+        description="(name, node label key) from coarse to fine.",
+    )
+    fair_share_resource: str = "nvidia.com/gpu"
+    scheduler_name: str = Field(default="phalanx", min_length=1, max_length=63)
+    namespaces: tuple[str, ...] = ()
+    cycle_interval_s: float = Field(default=5.0, gt=0, le=3600)
+    debounce_s: float = Field(default=0.2, ge=0, le=10)
+    usage_half_life_s: float = Field(default=7 * 24 * 3600, gt=0)
+    backfill: bool = True
+    backfill_depth: int = Field(default=100, ge=0, le=100_000)
+    reclaim: bool = True
+    preemption: bool = True
+    bind_concurrency: int = Field(default=32, ge=1, le=1024)
+    bind_deadline_s: float = Field(default=5.0, gt=0, le=300)
+    eviction_grace_s: int = Field(default=30, ge=0)
+    member_failure: Literal["evict", "keep"] = "evict"
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    health_port: int = Field(default=8081, ge=0, le=65535)
+    leader_election: bool = False
+    lease_name: str = "phalanx-scheduler"
+    lease_namespace: str = "kube-system"
+    lease_duration_s: float = Field(default=15.0, gt=0)
+    renew_deadline_s: float = Field(default=10.0, gt=0)
+    retry_period_s: float = Field(default=2.0, gt=0)
+    usage_persist_interval_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("topology_levels")
+    @classmethod
+    def _levels(cls, levels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        if not levels:
+            raise ValueError("at least one topology level is needed")
+        names = [n for n, _ in levels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"topology level names must be unique, got {names}")
+        for name, key in levels:
+            if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name):
+                raise ValueError(f"topology level name {name!r} must be a DNS label")
+            if not _LABEL_KEY.fullmatch(key):
+                raise ValueError(f"topology level {name!r}: {key!r} is not a node label key")
+        return levels
+
+    @model_validator(mode="after")
+    def _lease_timings(self) -> OperatorConfig:
+        if not self.retry_period_s < self.renew_deadline_s < self.lease_duration_s:
+            raise ValueError(
+                "leader election needs retry period < renew deadline < lease duration, got "
+                f"{self.retry_period_s} / {self.renew_deadline_s} / {self.lease_duration_s}"
+            )
+        if self.metrics_port and self.metrics_port == self.health_port:
+            raise ValueError("metrics and health ports must differ")
+        return self
+
+    def to_policy(self) -> Policy:
+        return Policy(
+            topology_levels=tuple(TopologyLevel(n, k) for n, k in self.topology_levels),
+            fair_share_resource=self.fair_share_resource,
+            backfill=self.backfill,
+            backfill_depth=self.backfill_depth,
+            reclaim=self.reclaim,
+            preemption=self.preemption,
+            usage_half_life=self.usage_half_life_s,
+        )
+
+
+def parse_topology(text: str) -> tuple[tuple[str, str], ...]:
+    """`spine=key1,leaf=key2` → (("spine", "key1"), ("leaf", "key2"))."""
+    levels = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, key = part.partition("=")
+        if not sep:
+            raise ConfigError(f"--topology-levels: {part!r} is not NAME=LABEL_KEY")
+        levels.append((name.strip(), key.strip()))
+    return tuple(levels)
+
+
+def build_config(**values: object) -> OperatorConfig:
+    """Validate settings; raise `ConfigError` with one line per bad setting."""
+    try:
+        return OperatorConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from exc

@@ -1,0 +1,1 @@
+"""The thin Kubernetes adapter around the pure core: watch, decide, bind, report."""

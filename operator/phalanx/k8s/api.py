@@ -1,0 +1,187 @@
+"""The operator's writes to the API server, on kubernetes_asyncio.
+
+Why an async client: a gang's members are bound concurrently (one `pods/binding` POST each) from
+the same event loop kopf runs on; a thread-pooled sync client would add a thread hop per call and
+cap concurrency at the pool size. Responses we do not read are not deserialised
+(`_preload_content=False`), which matters for binding throughput.
+
+Every method raises `ApiError` with the HTTP status, so callers decide on retries by status
+(409 conflict, 404 gone, 429 disruption budget) instead of by exception type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+GROUP, VERSION = "phalanx.dev", "v1alpha1"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
+def _error(exc: ApiException) -> ApiError:
+    try:
+        message = json.loads(exc.body or b"").get("message", exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        message = str(exc.reason)
+    return ApiError(int(exc.status or 0), str(message))
+
+
+async def _drain(call: Any) -> None:
+    """Await a call made with `_preload_content=False` and read its body, so the keep-alive
+    connection goes back to the pool (an unread aiohttp response would hold it)."""
+    resp = await call
+    await resp.read()
+
+
+async def connect(kubeconfig: str | None = None) -> client.ApiClient:
+    """In-cluster config when running in a pod, else the kubeconfig (`KUBECONFIG`)."""
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    except config.ConfigException:
+        conf = client.Configuration()
+        await config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
+        conf.connection_pool_maxsize = 64
+        return client.ApiClient(configuration=conf)
+
+
+class Api:
+    """The handful of calls the scheduler makes."""
+
+    def __init__(self, api_client: client.ApiClient, component: str = "phalanx") -> None:
+        self.client = api_client
+        # Typed as Any: the generated signatures ask for model classes, but the client accepts
+        # plain dict bodies, which is what we send (no model construction per call).
+        self.core: Any = client.CoreV1Api(api_client)
+        self.custom: Any = client.CustomObjectsApi(api_client)
+        self.coordination: Any = client.CoordinationV1Api(api_client)
+        self.component = component
+
+    async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await _drain(
+                self.core.create_namespaced_pod_binding(
+                    pod, namespace, body, _preload_content=False
+                )
+            )
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace_s},
+        }
+        try:
+            await _drain(
+                self.core.create_namespaced_pod_eviction(
+                    pod, namespace, body, _preload_content=False
+                )
+            )
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
+        try:
+            resp = await self.core.read_namespaced_pod(pod, namespace, _preload_content=False)
+        except ApiException as exc:
+            raise _error(exc) from exc
+        data: dict[str, Any] = json.loads(await resp.read())
+        return data
+
+    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
+        body: dict[str, Any] = {"gracePeriodSeconds": 0}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            await self.core.delete_namespaced_pod(pod, namespace, body=body, _preload_content=False)
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:
+        try:
+            await _drain(
+                self.core.create_namespaced_pod(namespace, dict(body), _preload_content=False)
+            )
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def patch_group_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        try:
+            await _drain(
+                self.custom.patch_namespaced_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    "podgroups",
+                    name,
+                    {"status": dict(status)},
+                    _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                )
+            )
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
+        try:
+            await _drain(
+                self.custom.patch_cluster_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    "queues",
+                    name,
+                    {"status": dict(status)},
+                    _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                )
+            )
+        except ApiException as exc:
+            raise _error(exc) from exc
+
+    async def event(
+        self,
+        involved: Mapping[str, str],
+        reason: str,
+        message: str,
+        kind_of_event: str = "Normal",
+    ) -> None:
+        """A core/v1 Event on a pod or PodGroup; best effort (never fails the caller)."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        namespace = involved.get("namespace", "default")
+        body = {
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+            "involvedObject": dict(involved),
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind_of_event,
+            "source": {"component": self.component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": self.component,
+        }
+        try:
+            await _drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+        except ApiException:
+            return

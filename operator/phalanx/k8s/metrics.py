@@ -1,0 +1,63 @@
+"""Prometheus metrics of PRODUCT.md §6, on their own registry.
+
+A dedicated `CollectorRegistry` (not the global one) so two schedulers in one test process, or a
+benchmark beside the operator, never collide on metric names.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+_WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+_FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.cycle_seconds = Histogram(
+            "phalanx_scheduling_cycle_seconds",
+            "Time of one scheduling cycle (snapshot, decision, actions).",
+            buckets=_FAST_BUCKETS,
+            registry=r,
+        )
+        self.gang_wait_seconds = Histogram(
+            "phalanx_gang_wait_seconds",
+            "Time from a gang being queued to being bound whole.",
+            ["queue"],
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
+        self.partial_bound_seconds = Histogram(
+            "phalanx_gang_partial_bound_seconds",
+            "Time a gang spent partly bound (first bind to whole, or to rollback).",
+            buckets=_FAST_BUCKETS,
+            registry=r,
+        )
+        self.binds_total = Counter(
+            "phalanx_binds_total", "Pod bind calls by result.", ["result"], registry=r
+        )
+        self.evictions_total = Counter(
+            "phalanx_evictions_total", "Gangs evicted, by reason.", ["reason"], registry=r
+        )
+        self.queue_deserved = Gauge(
+            "phalanx_queue_deserved", "Deserved share.", ["queue", "resource"], registry=r
+        )
+        self.queue_allocated = Gauge(
+            "phalanx_queue_allocated", "Allocated.", ["queue", "resource"], registry=r
+        )
+        self.queue_pending = Gauge(
+            "phalanx_queue_pending_gangs", "Pending gangs.", ["queue"], registry=r
+        )
+        self.gpus = Gauge("phalanx_gpus", "GPUs by state.", ["state"], registry=r)
+        self.leaves_spanned = Histogram(
+            "phalanx_gang_leaves_spanned",
+            "Leaves a bound gang spans.",
+            buckets=(1, 2, 3, 4, 6, 8, 16, 32),
+            registry=r,
+        )
+
+    def serve(self, port: int) -> None:
+        if port:
+            start_http_server(port, addr="0.0.0.0", registry=self.registry)

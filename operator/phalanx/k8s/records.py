@@ -1,0 +1,281 @@
+"""Compact records of the API objects the scheduler reads, made from raw bodies.
+
+The kopf indexes hold these instead of whole bodies: a 10,000-pod cluster must fit the operator in
+a few hundred MiB, and the snapshot builder should not re-parse quantities every cycle. Parsing
+errors do not raise: they are kept on the record (`error`) so the gang concerned gets reason
+`Invalid` and every other gang is scheduled as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from phalanx.core import MatchExpression, NodeSelectorTerm, Taint, Toleration
+from phalanx.quantity import QuantityError, resource_list
+
+GROUP_LABEL = "phalanx.dev/pod-group"
+SCHED_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
+GPU = "nvidia.com/gpu"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+
+
+def parse_time(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRec:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodRec:
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    scheduler_name: str
+    group: str | None
+    node_name: str | None
+    phase: str
+    deleting: bool
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    priority: int = 0
+    controlled: bool = False
+    created: float = 0.0
+    error: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def holds_capacity(self) -> bool:
+        """Bound and not finished: what counts against a node."""
+        return self.node_name is not None and not self.terminal
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRec:
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    min_member: int
+    queue: str
+    priority_class: str | None
+    topology_required: str | None
+    topology_preferred: str | None
+    time_limit: float | None
+    schedule_timeout: float | None
+    min_resources: Mapping[str, int] | None
+    created: float
+    status: Mapping[str, Any]
+    implicit: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRec:
+    name: str
+    weight: int
+    guarantee: Mapping[str, int]
+    limit: Mapping[str, int] | None
+    reclaimable: bool
+    namespaces: tuple[str, ...]
+    priority: int
+    default_time_limit: float | None
+    max_time_limit: float | None
+    usage: float
+    usage_updated: float | None
+    status: Mapping[str, Any]
+    error: str | None = None
+
+
+def node_record(body: Mapping[str, Any]) -> NodeRec:
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    labels = dict(meta.get("labels") or {})
+    try:
+        alloc = resource_list(status.get("allocatable"))
+    except QuantityError:
+        alloc = {}
+    if GPU not in alloc and labels.get(GPU_COUNT_LABEL, "").isdigit():
+        alloc[GPU] = int(labels[GPU_COUNT_LABEL])
+    taints = tuple(
+        Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", "NoSchedule"))
+        for t in spec.get("taints") or []
+    )
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return NodeRec(meta["name"], alloc, labels, taints, bool(spec.get("unschedulable")), ready)
+
+
+def pod_group_name(meta: Mapping[str, Any]) -> str | None:
+    """The PodGroup a pod joins: ours, scheduler-plugins' label, or Volcano's annotation."""
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    return (
+        labels.get(GROUP_LABEL)
+        or labels.get(SCHED_PLUGINS_LABEL)
+        or annotations.get(VOLCANO_ANNOTATION)
+        or None
+    )
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective requests as the kube-scheduler computes them: sum of containers, at least the
+    largest init container, plus pod overhead; one `pods` slot."""
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for k, v in resource_list(_container_requests(c)).items():
+            total[k] = total.get(k, 0) + v
+    for c in spec.get("initContainers") or []:
+        for k, v in resource_list(_container_requests(c)).items():
+            total[k] = max(total.get(k, 0), v)
+    for k, v in resource_list(spec.get("overhead")).items():
+        total[k] = total.get(k, 0) + v
+    total["pods"] = 1
+    return total
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, object]:
+    res = container.get("resources") or {}
+    # Requests default to limits when only limits are given (the API server does the same).
+    return {**(res.get("limits") or {}), **(res.get("requests") or {})}
+
+
+def _affinity(spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return tuple(
+        NodeSelectorTerm(
+            tuple(
+                MatchExpression(e["key"], e["operator"], tuple(e.get("values") or ()))
+                for e in term.get("matchExpressions") or []
+            )
+        )
+        for term in required.get("nodeSelectorTerms") or []
+    )
+
+
+def pod_record(body: Mapping[str, Any]) -> PodRec:
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    error = None
+    try:
+        requests = pod_requests(spec)
+    except (QuantityError, KeyError) as exc:
+        requests, error = {"pods": 1}, f"bad resource request: {exc}"
+    try:
+        affinity = _affinity(spec)
+    except KeyError as exc:
+        affinity, error = (), f"bad node affinity: {exc}"
+    tolerations = tuple(
+        Toleration(
+            t.get("key", "") or "",
+            t.get("operator", "Equal") or "Equal",
+            t.get("value", "") or "",
+            t.get("effect", "") or "",
+        )
+        for t in spec.get("tolerations") or []
+    )
+    owners = meta.get("ownerReferences") or []
+    return PodRec(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        scheduler_name=spec.get("schedulerName", "default-scheduler"),
+        group=pod_group_name(meta),
+        node_name=spec.get("nodeName") or None,
+        phase=status.get("phase", "Pending"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        requests=requests,
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        affinity=affinity,
+        tolerations=tolerations,
+        priority=int(spec.get("priority") or 0),
+        controlled=any(o.get("controller") for o in owners),
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        error=error,
+    )
+
+
+def group_record(body: Mapping[str, Any]) -> GroupRec:
+    meta, spec = body.get("metadata", {}), body.get("spec", {})
+    error = None
+    try:
+        min_resources = resource_list(spec["minResources"]) if "minResources" in spec else None
+    except QuantityError as exc:
+        min_resources, error = None, f"spec.minResources: {exc}"
+    topology = spec.get("topology") or {}
+    min_member = spec.get("minMember")
+    if not isinstance(min_member, int) or min_member < 1:
+        error, min_member = f"spec.minMember must be an integer >= 1, got {min_member!r}", 1
+    return GroupRec(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        min_member=min_member,
+        queue=spec.get("queue") or "default",
+        priority_class=spec.get("priorityClassName"),
+        topology_required=topology.get("required"),
+        topology_preferred=topology.get("preferred"),
+        time_limit=_positive(spec.get("timeLimitSeconds")),
+        schedule_timeout=_positive(spec.get("scheduleTimeoutSeconds")),
+        min_resources=min_resources,
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        status=dict(body.get("status") or {}),
+        error=error,
+    )
+
+
+def queue_record(body: Mapping[str, Any]) -> QueueRec:
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    error = None
+    try:
+        guarantee = resource_list(spec.get("guarantee"))
+        limit = resource_list(spec["limit"]) if spec.get("limit") is not None else None
+    except QuantityError as exc:
+        guarantee, limit, error = {}, None, f"bad quantity: {exc}"
+    usage = status.get("usage")
+    return QueueRec(
+        name=meta.get("name", ""),
+        weight=int(spec.get("weight") or 1),
+        guarantee=guarantee,
+        limit=limit,
+        reclaimable=bool(spec.get("reclaimable", True)),
+        namespaces=tuple(spec.get("namespaces") or ()),
+        priority=int(spec.get("priority") or 0),
+        default_time_limit=_positive(spec.get("defaultTimeLimitSeconds")),
+        max_time_limit=_positive(spec.get("maxTimeLimitSeconds")),
+        usage=float(usage) if isinstance(usage, int | float) else 0.0,
+        usage_updated=parse_time(status.get("usageUpdatedAt")),
+        status=dict(status),
+        error=error,
+    )
+
+
+def _positive(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and value > 0 else None

@@ -1,0 +1,588 @@
+"""The scheduling loop: view → core decision → evictions, whole-gang binds, status.
+
+One cycle, in order (numbered as the code below):
+ 1. take the watched records (a consistent-enough view: kopf has listed everything before the
+    first cycle) and forget assumptions the watch has caught up with;
+ 2. accrue queue usage since the last cycle (decayed GPU-seconds);
+ 3. build the core snapshot; gangs left partly bound (a crash mid-bind, a member deleted) are
+    rolled back or, if they were running, evicted whole;
+ 4. run the core;
+ 5. evict what the core chose (whole gangs, Eviction API) and gangs past their time limit;
+ 6. bind every gang the core placed — only while this replica holds a valid lease: reserve the
+    whole gang in memory, record the decision on the PodGroup status, bind all members
+    concurrently, retry failures against the reservation until the bind deadline, else roll back;
+ 7. write PodGroup and Queue status where it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from phalanx.config import OperatorConfig
+from phalanx.core import (
+    GPU,
+    CycleResult,
+    Reason,
+    accrue_usage,
+    schedule,
+)
+from phalanx.k8s.api import Api, ApiError
+from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.records import GroupRec, NodeRec, PodRec, QueueRec
+from phalanx.k8s.status import (
+    condition,
+    diff,
+    merge_conditions,
+    pending_status,
+    placement_body,
+    queue_status_body,
+    rfc3339,
+    running_status,
+)
+from phalanx.k8s.view import Gang, View, build_view
+
+log = logging.getLogger("phalanx.scheduler")
+
+
+@dataclass(frozen=True)
+class Records:
+    nodes: list[NodeRec]
+    pods: list[PodRec]
+    groups: list[GroupRec]
+    queues: list[QueueRec]
+    priority_classes: Mapping[str, int]
+
+
+class Source(Protocol):
+    """Where the loop reads the cluster from (kopf indexes in production, lists in tests)."""
+
+    def records(self) -> Records: ...
+
+
+class LeaderGate(Protocol):
+    def may_act(self) -> bool: ...
+
+
+class AlwaysLeader:
+    def may_act(self) -> bool:
+        return True
+
+
+@dataclass
+class FaultInjection:
+    """Test-only: die abruptly after N successful binds (PHALANX_FAULT_DIE_AFTER_BINDS)."""
+
+    die_after_binds: int | None = None
+    binds: int = 0
+    die: Callable[[], None] = field(default=lambda: __import__("os")._exit(137))
+
+    def on_bind(self) -> None:
+        self.binds += 1
+        if self.die_after_binds is not None and self.binds >= self.die_after_binds:
+            log.error("fault injection: dying after %d binds", self.binds)
+            self.die()
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        api: Api,
+        source: Source,
+        metrics: Metrics | None = None,
+        leader: LeaderGate | None = None,
+        clock: Callable[[], float] = time.time,
+        faults: FaultInjection | None = None,
+    ) -> None:
+        self.config = config
+        self.policy = config.to_policy()
+        self.api = api
+        self.source = source
+        self.metrics = metrics or Metrics()
+        self.leader = leader or AlwaysLeader()
+        self.clock = clock
+        self.faults = faults or FaultInjection()
+        self.assumed: dict[str, str] = {}
+        self.assumed_at: dict[str, float] = {}
+        self.evicting: dict[str, float] = {}
+        self.usage: dict[str, float] = {}
+        self.usage_at: float | None = None
+        self.usage_persisted_at = 0.0
+        self.reported: dict[str, tuple[str, str]] = {}
+        self.written: dict[str, dict[str, Any]] = {}
+        self.wake = asyncio.Event()
+        self.cycles = 0
+        self.last_cycle_ok = 0.0
+
+    # -- loop -------------------------------------------------------------------------------
+
+    def poke(self) -> None:
+        """Something changed: run a cycle soon (debounced)."""
+        self.wake.set()
+
+    async def run(self, synced: asyncio.Event) -> None:
+        await synced.wait()
+        log.info("view synced; scheduling")
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout=self.config.cycle_interval_s)
+            await asyncio.sleep(self.config.debounce_s)
+            self.wake.clear()
+            try:
+                await self.cycle()
+                self.last_cycle_ok = time.monotonic()
+            except Exception:
+                log.exception("scheduling cycle failed; retrying next cycle")
+
+    async def cycle(self) -> CycleResult | None:
+        started = time.perf_counter()
+        now = self.clock()
+        # 1. records, assumptions
+        records = self.source.records()
+        self._forget_caught_up(records.pods, now)
+        # 2. usage
+        view = self._view(records, now)
+        self._accrue(view, now)
+        view = self._view(records, now)
+        # 3. partial gangs
+        if view.partial and self.leader.may_act():
+            await self._repair_partial(view)
+            return None  # the next cycle decides on a clean view
+        # 4. decide
+        result = schedule(view.snapshot, self.policy, now)
+        self.cycles += 1
+        if not self.leader.may_act():
+            return result
+        # 5. evict
+        await self._evict_decided(result, view, now)
+        await self._enforce_time_limits(view, now)
+        await self._evict_degraded(view)
+        # 6. bind
+        if result.bindings and self.leader.may_act():
+            await self._bind_round(result, view, now)
+        # 7. status
+        await self._write_statuses(view, result, now)
+        await self._write_queues(result, now)
+        await self._report_orphans(view)
+        self.metrics.cycle_seconds.observe(time.perf_counter() - started)
+        return result
+
+    def _view(self, records: Records, now: float) -> View:
+        return build_view(
+            nodes=records.nodes,
+            pods=records.pods,
+            groups=records.groups,
+            queues=records.queues,
+            priority_classes=records.priority_classes,
+            scheduler_name=self.config.scheduler_name,
+            assumed=self.assumed,
+            evicting=set(self.evicting),
+            usage=self.usage,
+            half_life=self.config.usage_half_life_s,
+            now=now,
+        )
+
+    def _forget_caught_up(self, pods: Iterable[PodRec], now: float) -> None:
+        """Drop assumptions the watch confirms (or that outlived any plausible watch lag)."""
+        by_key = {p.key: p for p in pods}
+        for key in list(self.assumed):
+            pod = by_key.get(key)
+            stale = now - self.assumed_at.get(key, now) > 60
+            if pod is None or pod.node_name is not None or pod.terminal or stale:
+                self.assumed.pop(key, None)
+                self.assumed_at.pop(key, None)
+        live_groups = {f"{p.namespace}/{p.group}" for p in pods if p.group and not p.terminal}
+        for key in list(self.evicting):
+            if key not in live_groups or now > self.evicting[key]:
+                self.evicting.pop(key, None)
+
+    # -- 2. usage ---------------------------------------------------------------------------
+
+    def _accrue(self, view: View, now: float) -> None:
+        if self.usage_at is None:
+            self.usage = {q.name: q.usage for q in view.snapshot.queues}
+            self.usage_at = now
+            return
+        dt = max(0.0, now - self.usage_at)
+        allocated: dict[str, float] = {}
+        for gang in view.snapshot.running:
+            gpus = sum(m.requests.get(self.policy.fair_share_resource, 0) for m in gang.members)
+            allocated[gang.queue] = allocated.get(gang.queue, 0.0) + gpus
+        for q in view.snapshot.queues:
+            self.usage[q.name] = accrue_usage(
+                self.usage.get(q.name, q.usage),
+                dt,
+                allocated.get(q.name, 0.0),
+                self.config.usage_half_life_s,
+            )
+        self.usage_at = now
+
+    # -- 3. partial gangs -------------------------------------------------------------------
+
+    async def _repair_partial(self, view: View) -> None:
+        for key in sorted(view.partial):
+            gang = view.gangs[key]
+            was_running = bool(gang.group and gang.group.status.get("phase") == "Running")
+            if was_running:
+                await self._evict_gang(
+                    gang, "MemberFailed", "a member of the gang failed or was lost"
+                )
+            else:
+                await self._rollback(gang, "the gang was left partly bound (operator restart?)")
+
+    # -- 5. evictions -----------------------------------------------------------------------
+
+    async def _evict_decided(self, result: CycleResult, view: View, now: float) -> None:
+        for ev in result.evictions:
+            gang = view.gangs.get(ev.gang)
+            if gang is None or ev.gang in self.evicting:
+                continue
+            await self._evict_gang(gang, str(ev.reason), ev.message)
+
+    async def _enforce_time_limits(self, view: View, now: float) -> None:
+        for rg in view.snapshot.running:
+            if rg.time_limit is None or rg.id in self.evicting or rg.id not in view.running:
+                continue
+            if now - rg.start_time > rg.time_limit:
+                await self._evict_gang(
+                    view.gangs[rg.id],
+                    "TimeLimitExceeded",
+                    f"ran {now - rg.start_time:.0f}s, over its time limit of {rg.time_limit:.0f}s",
+                )
+
+    async def _evict_degraded(self, view: View) -> None:
+        if self.config.member_failure != "evict":
+            return
+        for key in sorted(view.running):
+            gang = view.gangs[key]
+            if key in self.evicting or gang.failed == 0:
+                continue
+            live = [p for p in gang.bound(self.assumed) if not p.deleting]
+            if len(live) + gang.succeeded < gang.min_member:
+                await self._evict_gang(gang, "MemberFailed", f"{gang.failed} member(s) failed")
+
+    async def _evict_gang(self, gang: Gang, reason: str, message: str) -> None:
+        """Evict every bound pod of the gang through the Eviction API, with a grace period."""
+        self.evicting[gang.key] = self.clock() + 120
+        self.metrics.evictions_total.labels(reason=reason).inc()
+        blocked = []
+        for pod in gang.bound(self.assumed):
+            try:
+                await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
+            except ApiError as exc:
+                if exc.status == 429:
+                    blocked.append(pod.name)
+                elif exc.status != 404:
+                    log.warning("evicting %s: %s", pod.key, exc)
+        if gang.group:
+            previous = gang.group.status
+            patch = {
+                "phase": "Pending",
+                "conditions": merge_conditions(
+                    previous,
+                    [condition(previous, "Evicted", "True", reason, message, self.clock())],
+                ),
+            }
+            await self._patch_group(gang, patch)
+            await self.api.event(_ref_group(gang), reason, f"gang evicted: {message}", "Warning")
+        if blocked:
+            log.warning("eviction of %s blocked by a disruption budget for %s", gang.key, blocked)
+
+    # -- 6. binding -------------------------------------------------------------------------
+
+    async def _bind_round(self, result: CycleResult, view: View, now: float) -> None:
+        sem = asyncio.Semaphore(self.config.bind_concurrency)
+        tasks = []
+        for key, pods in sorted(result.bindings.items()):
+            gang = view.gangs[key]
+            decision = result.gangs.get(key)
+            # Reserve the whole gang in the in-memory view before any write.
+            for pod_key, node in pods.items():
+                self.assumed[pod_key] = node
+                self.assumed_at[pod_key] = now
+            tasks.append(self._bind_gang(gang, pods, decision, sem, now))
+        await asyncio.gather(*tasks)
+
+    async def _bind_gang(
+        self,
+        gang: Gang,
+        pods: Mapping[str, str],
+        decision: Any,
+        sem: asyncio.Semaphore,
+        now: float,
+    ) -> None:
+        reason = str(decision.reason) if decision else str(Reason.SCHEDULED)
+        placement = decision.placement if decision else None
+        if gang.group:
+            # Record the decision before binding: a restarted operator can see what was intended.
+            await self._patch_group(
+                gang,
+                {"phase": "Binding", "placement": placement_body(placement, pods)},
+            )
+        by_key = {p.key: p for p in gang.pods}
+        deadline = time.monotonic() + self.config.bind_deadline_s
+        first_bind: float | None = None
+
+        async def bind_one(pod_key: str, node: str) -> bool:
+            nonlocal first_bind
+            pod = by_key[pod_key]
+            delay = 0.05
+            while True:
+                if not self.leader.may_act():
+                    return False
+                try:
+                    async with sem:
+                        await self.api.bind(pod.namespace, pod.name, pod.uid, node)
+                    self.metrics.binds_total.labels(result="ok").inc()
+                    first_bind = first_bind or time.monotonic()
+                    self.faults.on_bind()
+                    return True
+                except ApiError as exc:
+                    self.metrics.binds_total.labels(result="error").inc()
+                    if exc.status == 404 or time.monotonic() + delay > deadline:
+                        log.warning("bind %s → %s failed: %s", pod_key, node, exc)
+                        return False
+                    if exc.status == 409 and "already assigned" in str(exc):
+                        return await self._bound_to(pod, node)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+        results = await asyncio.gather(*(bind_one(k, n) for k, n in sorted(pods.items())))
+        if first_bind is not None:
+            self.metrics.partial_bound_seconds.observe(time.monotonic() - first_bind)
+        if all(results):
+            await self._bound_whole(gang, pods, reason, decision, now)
+            return
+        await self._rollback(gang, f"{results.count(False)} of {len(results)} binds failed")
+
+    async def _bound_to(self, pod: PodRec, node: str) -> bool:
+        try:
+            body = await self.api.read_pod(pod.namespace, pod.name)
+        except ApiError:
+            return False
+        return bool(body.get("spec", {}).get("nodeName") == node)
+
+    async def _bound_whole(
+        self, gang: Gang, pods: Mapping[str, str], reason: str, decision: Any, now: float
+    ) -> None:
+        queue = gang.group.queue if gang.group else "default"
+        queued = gang.group.created if gang.group else now
+        self.metrics.gang_wait_seconds.labels(queue=queue).observe(max(0.0, now - queued))
+        if decision is not None and decision.placement is not None:
+            leaf_level = self.policy.topology_levels[-1].name
+            self.metrics.leaves_spanned.observe(len(decision.placement.domains.get(leaf_level, ())))
+        message = decision.message if decision else "bound"
+        if gang.group:
+            previous = gang.group.status
+            status = {
+                "phase": "Running",
+                "bound": len(pods),
+                "scheduledAt": rfc3339(now),
+                "conditions": merge_conditions(
+                    previous,
+                    [
+                        condition(previous, "Scheduled", "True", reason, message, now),
+                        condition(previous, "Evicted", "False", "Running", "", now),
+                    ],
+                ),
+                "pendingDetail": None,
+                "queuePosition": None,
+                "estimatedStartTime": None,
+            }
+            await self._patch_group(gang, status)
+            await self.api.event(_ref_group(gang), reason, message)
+        else:
+            pod = gang.pods[0]
+            await self.api.event(_ref_pod(pod), "Scheduled", f"bound to {pods[pod.key]}")
+
+    async def _rollback(self, gang: Gang, why: str) -> None:
+        """Delete the bound members (a bound pod cannot be unbound); recreate bare ones."""
+        bound = gang.bound(self.assumed)
+        for pod in bound:
+            self.assumed.pop(pod.key, None)
+            if pod.controlled:
+                with contextlib.suppress(ApiError):
+                    await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+                continue
+            try:
+                body = await self.api.read_pod(pod.namespace, pod.name)
+                await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+                await self._wait_gone(pod)
+                await self.api.create_pod(pod.namespace, _fresh_copy(body))
+            except ApiError as exc:
+                log.warning("rolling back %s: %s", pod.key, exc)
+        for pod in gang.pods:
+            self.assumed.pop(pod.key, None)
+        log.warning("rolled back gang %s: %s", gang.key, why)
+        if gang.group:
+            now = self.clock()
+            previous = gang.group.status
+            await self._patch_group(
+                gang,
+                {
+                    "phase": "Pending",
+                    "placement": None,
+                    "scheduledAt": None,
+                    "conditions": merge_conditions(
+                        previous,
+                        [condition(previous, "Evicted", "True", "BindFailed", why, now)],
+                    ),
+                },
+            )
+            await self.api.event(_ref_group(gang), "BindFailed", why, "Warning")
+
+    async def _wait_gone(self, pod: PodRec, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                body = await self.api.read_pod(pod.namespace, pod.name)
+            except ApiError as exc:
+                if exc.status == 404:
+                    return
+                raise
+            if body.get("metadata", {}).get("uid") != pod.uid:
+                return
+            await asyncio.sleep(0.1)
+
+    # -- 7. status --------------------------------------------------------------------------
+
+    async def _write_statuses(self, view: View, result: CycleResult, now: float) -> None:
+        writes = []
+        for key in sorted(view.gangs):
+            gang = view.gangs[key]
+            if key in result.bindings:
+                continue
+            decision = result.gangs.get(key)
+            if key in view.pending and decision is not None:
+                if gang.group is None:
+                    writes.append(self._report_implicit(gang, decision.reason, decision.message))
+                    continue
+                desired = pending_status(gang, decision, self.assumed, now)
+            elif key in view.running and gang.group is not None:
+                phase = "Running"
+                if gang.succeeded >= gang.min_member and not gang.bound(self.assumed):
+                    phase = "Succeeded"
+                desired = running_status(gang, self.assumed, phase)
+            elif gang.group is not None and not gang.pods and gang.succeeded >= gang.min_member:
+                desired = running_status(gang, self.assumed, "Succeeded")
+            else:
+                continue
+            writes.append(self._write_if_changed(gang, desired))
+        await asyncio.gather(*writes)
+
+    async def _write_if_changed(self, gang: Gang, desired: Mapping[str, Any]) -> None:
+        assert gang.group is not None
+        current = {**gang.group.status, **self.written.get(gang.key, {})}
+        patch = diff(current, desired)
+        if not patch:
+            return
+        await self._patch_group(gang, patch)
+        cond = next((c for c in desired.get("conditions") or [] if c["type"] == "Scheduled"), None)
+        if cond is not None and self.reported.get(gang.key) != (cond["reason"], cond["message"]):
+            self.reported[gang.key] = (cond["reason"], cond["message"])
+            if cond["status"] == "False":
+                await self.api.event(_ref_group(gang), cond["reason"], cond["message"], "Warning")
+
+    async def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
+        pod = gang.pods[0]
+        if self.reported.get(gang.key) != (reason, message):
+            self.reported[gang.key] = (reason, message)
+            await self.api.event(_ref_pod(pod), reason, message, "Warning")
+
+    async def _report_orphans(self, view: View) -> None:
+        for pod in view.orphans:
+            key = f"orphan:{pod.key}"
+            if key not in self.reported:
+                self.reported[key] = ("PodGroupNotFound", pod.group or "")
+                await self.api.event(
+                    _ref_pod(pod),
+                    "PodGroupNotFound",
+                    f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
+                    "Warning",
+                )
+
+    async def _patch_group(self, gang: Gang, patch: Mapping[str, Any]) -> None:
+        assert gang.group is not None
+        try:
+            await self.api.patch_group_status(gang.group.namespace, gang.group.name, patch)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("status of %s: %s", gang.key, exc)
+            return
+        written = self.written.setdefault(gang.key, {})
+        written.update(patch)
+
+    async def _write_queues(self, result: CycleResult, now: float) -> None:
+        persist_usage = now - self.usage_persisted_at >= self.config.usage_persist_interval_s
+        for name, qs in sorted(result.queues.items()):
+            for res, v in qs.deserved.items():
+                self.metrics.queue_deserved.labels(queue=name, resource=res).set(v)
+            for res, v in qs.allocated.items():
+                self.metrics.queue_allocated.labels(queue=name, resource=res).set(v)
+            self.metrics.queue_pending.labels(queue=name).set(qs.pending_gangs)
+            desired = queue_status_body(qs, self.usage.get(name, 0.0), now)
+            previous = self.written.get(f"queue:{name}", {})
+            if not persist_usage and previous:
+                desired["usage"] = previous.get("usage")
+                desired["usageUpdatedAt"] = previous.get("usageUpdatedAt")
+            patch = diff(previous, desired)
+            if not patch:
+                continue
+            try:
+                await self.api.patch_queue_status(name, patch)
+            except ApiError as exc:
+                log.warning("status of queue %s: %s", name, exc)
+                continue
+            self.written[f"queue:{name}"] = {**previous, **patch}
+        if persist_usage:
+            self.usage_persisted_at = now
+        total = sum(n.allocatable.get(GPU, 0) for n in self.source.records().nodes)
+        allocated = sum(qs.allocated.get(GPU, 0) for qs in result.queues.values())
+        self.metrics.gpus.labels(state="allocated").set(allocated)
+        self.metrics.gpus.labels(state="idle").set(max(0, total - allocated))
+
+
+def _ref_group(gang: Gang) -> dict[str, str]:
+    assert gang.group is not None
+    return {
+        "apiVersion": "phalanx.dev/v1alpha1",
+        "kind": "PodGroup",
+        "name": gang.group.name,
+        "namespace": gang.group.namespace,
+        "uid": gang.group.uid,
+    }
+
+
+def _ref_pod(pod: PodRec) -> dict[str, str]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "uid": pod.uid,
+    }
+
+
+def _fresh_copy(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A bare pod to recreate after rollback: same spec and metadata, unbound, no server fields."""
+    meta = dict(body.get("metadata") or {})
+    for k in (
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ):
+        meta.pop(k, None)
+    spec = dict(body.get("spec") or {})
+    spec.pop("nodeName", None)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -1,0 +1,150 @@
+"""PodGroup and Queue status bodies, computed from a cycle's view and decisions (pure).
+
+Status is written only when it changes, so these functions return exactly the owned fields, and
+`diff` says which differ from what the object shows (a merge patch that sets removed fields to
+null). `lastTransitionTime` moves only when a condition's status or reason changes, as the
+Kubernetes API conventions ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from phalanx.core import GangDecision, Placement, QueueStatus
+from phalanx.k8s.view import Gang
+from phalanx.quantity import format_units
+
+OWNED_GROUP_FIELDS = (
+    "phase",
+    "conditions",
+    "pendingDetail",
+    "members",
+    "bound",
+    "running",
+    "succeeded",
+    "failed",
+    "placement",
+    "queuePosition",
+    "estimatedStartTime",
+    "queuedAt",
+    "scheduledAt",
+)
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(
+    previous: Mapping[str, Any],
+    ctype: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: float,
+) -> dict[str, Any]:
+    """A condition that keeps its transition time while status and reason stay the same."""
+    old = next((c for c in previous.get("conditions") or [] if c.get("type") == ctype), None)
+    keep = old is not None and old.get("status") == status and old.get("reason") == reason
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": old["lastTransitionTime"] if keep and old else rfc3339(now),
+    }
+
+
+def merge_conditions(
+    previous: Mapping[str, Any], updated: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    by_type = {c["type"]: c for c in previous.get("conditions") or []}
+    for c in updated:
+        by_type[c["type"]] = c
+    return [by_type[t] for t in sorted(by_type)]
+
+
+def placement_body(placement: Placement | None, pods: Mapping[str, str] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if placement is not None:
+        body["domains"] = {k: list(v) for k, v in placement.domains.items()}
+        body["nodes"] = list(placement.nodes)
+    if pods is not None:
+        body["pods"] = {k.partition("/")[2]: v for k, v in sorted(pods.items())}
+        body.setdefault("nodes", sorted(set(pods.values())))
+    return body
+
+
+def pod_counts(gang: Gang, assumed: Mapping[str, str]) -> dict[str, int]:
+    live = [p for p in gang.pods if not p.deleting]
+    return {
+        "members": len(live) + gang.succeeded + gang.failed,
+        "bound": len(gang.bound(assumed)),
+        "running": sum(1 for p in live if p.phase == "Running"),
+        "succeeded": gang.succeeded,
+        "failed": gang.failed,
+    }
+
+
+def pending_status(
+    gang: Gang,
+    decision: GangDecision,
+    assumed: Mapping[str, str],
+    now: float,
+) -> dict[str, Any]:
+    previous = gang.group.status if gang.group else {}
+    status: dict[str, Any] = {
+        "phase": "Pending",
+        **pod_counts(gang, assumed),
+        "conditions": merge_conditions(
+            previous,
+            [condition(previous, "Scheduled", "False", decision.reason, decision.message, now)],
+        ),
+        "pendingDetail": decision.detail.to_status() if decision.detail else None,
+        "queuePosition": decision.queue_position,
+        "estimatedStartTime": rfc3339(decision.estimated_start)
+        if decision.estimated_start is not None
+        else None,
+        "queuedAt": previous.get("queuedAt") or rfc3339(gang.group.created if gang.group else now),
+        "placement": None,
+        "scheduledAt": None,
+    }
+    return status
+
+
+def running_status(
+    gang: Gang, assumed: Mapping[str, str], phase: str = "Running"
+) -> dict[str, Any]:
+    """Counts and phase of a bound gang; conditions and placement are kept as written at bind."""
+    return {"phase": phase, **pod_counts(gang, assumed)}
+
+
+def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns `current` into `desired` on the fields `desired` names."""
+    patch: dict[str, Any] = {}
+    for key, value in desired.items():
+        if value is None:
+            if current.get(key) is not None:
+                patch[key] = None
+        elif current.get(key) != value:
+            patch[key] = value
+    return patch
+
+
+def queue_status_body(qs: QueueStatus, usage: float, now: float) -> dict[str, Any]:
+    def fmt(resources: Mapping[str, int]) -> dict[str, str]:
+        return {k: format_units(k, v) for k, v in sorted(resources.items())}
+
+    return {
+        "deserved": fmt(qs.deserved),
+        "allocated": fmt(qs.allocated),
+        "borrowed": fmt(qs.borrowed),
+        "pendingGangs": qs.pending_gangs,
+        "runningGangs": qs.running_gangs,
+        "fairShare": round(qs.fair_share, 6),
+        "usage": round(usage, 3),
+        "usageUpdatedAt": rfc3339(now),
+        "message": qs.message or None,
+    }

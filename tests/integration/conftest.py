@@ -1,9 +1,9 @@
 """Integration tier: tests against a real kube-apiserver (the local control plane).
 
-The session uses, in this order: the cluster `KUBECONFIG` points at, if it carries the
-dev-cluster marker (so a real cluster is never touched by accident); the local dev cluster if it
-is already up (left running afterwards); else it brings the local cluster up with the `small`
-shape and takes it down at the end. Each test gets its own namespace, deleted afterwards.
+The session uses the cluster `KUBECONFIG` points at if it carries the dev-cluster marker (so a
+real cluster is never touched by accident); otherwise it brings up a local cluster of its own
+(`phalanx-test`, shape `small`) and takes it down at the end. Each test gets its own namespace,
+whose pods are deleted (and waited out) afterwards so the next test starts with the capacity free.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kubernetes import client, config
 
 from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster.shapes import load_shape
+from tests.integration.operator_fixture import OperatorProcess, apply_crds
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -64,6 +65,9 @@ def _connect(kubeconfig: Path) -> Cluster:
     return Cluster(kubeconfig, api_client)
 
 
+TEST_CLUSTER = "phalanx-test"
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     explicit = os.environ.get("KUBECONFIG")
@@ -72,14 +76,15 @@ def cluster() -> Iterator[Cluster]:
         found.require_disposable()
         yield found
         return
-    if devcluster.status().up:
-        yield _connect(devcluster.kubeconfig_path())
-        return
-    kubeconfig = devcluster.up(load_shape("small"), log=lambda m: print(f"[dev-cluster] {m}"))
+    # A cluster of its own, so a demo cluster that is up (with its gangs) is never disturbed.
+    log = lambda m: print(f"[dev-cluster] {m}")  # noqa: E731
+    if devcluster.status(TEST_CLUSTER).up:
+        devcluster.down(log=log, name=TEST_CLUSTER)
+    kubeconfig = devcluster.up(load_shape("small"), log=log, name=TEST_CLUSTER)
     try:
         yield _connect(kubeconfig)
     finally:
-        devcluster.down(log=lambda m: print(f"[dev-cluster] {m}"))
+        devcluster.down(log=log, name=TEST_CLUSTER)
 
 
 @pytest.fixture
@@ -94,6 +99,14 @@ def namespace(cluster: Cluster) -> Iterator[str]:
     try:
         yield name
     finally:
+        # Free the capacity before the next test starts: delete the pods and wait them out.
+        cluster.batch.delete_collection_namespaced_job(name, propagation_policy="Background")
+        cluster.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+        wait_for(
+            lambda: not cluster.core.list_namespaced_pod(name).items,
+            timeout=60,
+            what=f"the pods of namespace {name} to be deleted",
+        )
         cluster.core.delete_namespace(name, propagation_policy="Background")
 
 
@@ -105,3 +118,64 @@ def _default_sa_exists(cluster: Cluster, ns: str) -> bool:
             return False
         raise
     return True
+
+
+@pytest.fixture(scope="session")
+def custom(cluster: Cluster) -> Any:
+    return client.CustomObjectsApi(cluster.api_client)
+
+
+@pytest.fixture(scope="session")
+def phalanx_api(cluster: Cluster, custom: Any) -> Any:
+    """CRDs applied and a `default` Queue present."""
+    cluster.require_disposable()
+    apply_crds(custom, client.ApiextensionsV1Api(cluster.api_client))
+    ensure_queue(custom, "default", {})
+    return custom
+
+
+def ensure_queue(custom: Any, name: str, spec: dict[str, Any]) -> None:
+    body = {
+        "apiVersion": "phalanx.dev/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    try:
+        custom.create_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", body)
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+        current = custom.get_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        custom.replace_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name, body)
+
+
+@pytest.fixture(scope="session")
+def operator(
+    cluster: Cluster, phalanx_api: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """One operator for the session; tests keep to their own namespaces."""
+    proc = OperatorProcess(cluster.kubeconfig, tmp_path_factory.mktemp("operator")).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(autouse=True)
+def _show_operator_log_on_failure(
+    request: pytest.FixtureRequest,
+) -> Iterator[None]:
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed and "operator" in request.fixturenames:
+        proc = request.getfixturevalue("operator")
+        print(f"--- operator log ({proc.log_path}) ---\n{proc.tail(80)}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep

@@ -120,6 +120,16 @@ class ClusterState:
         self.events.insert(i, rel)
         self.leaf_version[self.topo.leaf_of[n]] += 1
 
+    def drop_releases(self, gang: str, nodes: list[int]) -> None:
+        """Forget `gang`'s planned releases (it is evicted: it gives back earlier, once)."""
+        for n in nodes:
+            self.releases[n] = [r for r in self.releases[n] if r.gang != gang]
+            self.leaf_version[self.topo.leaf_of[n]] += 1
+        keep = [i for i, r in enumerate(self.events) if r.gang != gang]
+        if len(keep) != len(self.events):
+            self.events = [self.events[i] for i in keep]
+            self._event_keys = [self._event_keys[i] for i in keep]
+
     # -- holds -----------------------------------------------------------------------------------
 
     def add_hold(self, n: int, start: float, end: float, vec: list[int], gang: str) -> None:
@@ -133,12 +143,19 @@ class ClusterState:
         self.hold_count += 1
 
     def window_capacity(
-        self, n: int, t: float, end: float, base: list[int], applied: int
+        self,
+        n: int,
+        t: float,
+        end: float,
+        base: list[int],
+        applied: int,
+        ignore: frozenset[str] = frozenset(),
     ) -> list[int]:
         """What a gang may use on node `n` from `t` until `end` without breaking any hold.
 
         `base` is the node's capacity at `t` ignoring holds, which already includes the first
-        `applied` releases of the node. The answer is the minimum, over `t` and every hold start
+        `applied` releases of the node; releases of gangs in `ignore` (victims whose eviction is
+        being simulated, already counted in `base`) are skipped. The answer is the minimum, over `t` and every hold start
         before `end`, of base plus later releases minus what holds take at that instant: using
         less than that never leaves a reservation short when it starts.
         """
@@ -154,7 +171,7 @@ class ClusterState:
             for r in releases[applied:]:
                 if r.time > c:
                     break
-                if c > t:
+                if c > t and r.gang not in ignore:
                     for i, v in enumerate(r.vec):
                         value[i] += v
             for h in holds:

@@ -57,6 +57,7 @@ class _Cycle:
     now: float
     cache: LeafCache = field(default_factory=dict)
     bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    bind_order: list[GangWork] = field(default_factory=list)
     bound_leaves: dict[str, list[int]] = field(default_factory=dict)
     reasons: dict[str, GangDecision] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
@@ -206,6 +207,7 @@ class Scheduler:
             v.evicted = True
             q = self.prep.queues.get(v.gang.queue)
             total = [0] * len(w.total)
+            self.state.drop_releases(v.gang.id, [n for n, _ in v.nodes])
             for n, vec in v.nodes:
                 self.state.add_release(self.now, n, vec, v.gang.id)
                 for i, x in enumerate(vec):
@@ -316,6 +318,7 @@ class Scheduler:
         if out.assignment is not None:
             self.commit_now(w, out.assignment, end)
             c.bound[gid] = out.assignment
+            c.bind_order.append(w)
             c.bound_leaves[gid] = out.leaves
             backfilled = c.first_reserved is not None
             reason = Reason.BACKFILLED if backfilled else Reason.SCHEDULED
@@ -531,9 +534,9 @@ class Scheduler:
     def place_extras(self) -> None:
         """Members beyond `minMember` of gangs bound now, where they fit without holds broken."""
         st, topo = self.state, self.prep.topo
-        for w in self.prep.works:
+        for w in self.c.bind_order:
             gid = w.gang.id
-            if gid not in self.c.bound or not w.extras:
+            if not w.extras:
                 continue
             end = self.now + w.duration
             view = NowView(st, self.now, end, self.c.cache)

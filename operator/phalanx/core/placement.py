@@ -274,7 +274,7 @@ def _fill(
     caps: dict[int, list[int]] = {}
     used: set[int] = set()
     out: list[tuple[str, int]] = []
-    for shape in sorted(shapes, key=lambda s: (-s.gpu, [-v for v in s.vec], s.id)):
+    for shape in sorted(shapes, key=lambda s: (-s.gpu, [-v for v in s.vec], s.pods[0])):
         nodes = [
             n for leaf in leaves if leaf in leafset for n in shape.feasible.leaf_nodes.get(leaf, [])
         ]

@@ -242,7 +242,8 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 vec = dense(req, width)
                 shape = groups[sid] = Shape(sid, req, vec, vec[0], feasible_for(sig, m))
             shape.pods.append(m.pod)
-        return [groups[s] for s in sorted(groups)]
+        # Content order, not id order: ids depend on the order gangs appear in the snapshot.
+        return sorted(groups.values(), key=lambda s: (s.req, s.pods[0]))
 
     for p in snapshot.pending:
         if p.id in decisions or p.id in pending_ids:

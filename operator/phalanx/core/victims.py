@@ -26,7 +26,8 @@ def _fits_with(
             state.change(n, vec, +1)
     try:
         cache: LeafCache = {}
-        view = NowView(state, now, now + work.duration, cache)
+        ignore = frozenset(v.gang.id for v in victims)
+        view = NowView(state, now, now + work.duration, cache, ignore)
         out = place(view, work.shapes, work.required_level, work.preferred_level)
     finally:
         for v in victims:

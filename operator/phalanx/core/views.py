@@ -21,10 +21,18 @@ LeafCache = dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]]
 class NowView:
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "now", "state", "topo")
+    __slots__ = ("_cache", "end", "ignore", "now", "state", "topo")
 
-    def __init__(self, state: ClusterState, now: float, end: float, cache: LeafCache) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        now: float,
+        end: float,
+        cache: LeafCache,
+        ignore: frozenset[str] = frozenset(),
+    ) -> None:
         self.state = state
+        self.ignore = ignore
         self.topo: Topology = state.topo
         self.now = now
         self.end = end
@@ -36,7 +44,7 @@ class NowView:
     def node_capacity(self, n: int) -> list[int]:
         st = self.state
         if st.holds[n]:
-            return st.window_capacity(n, self.now, self.end, list(st.free[n]), 0)
+            return st.window_capacity(n, self.now, self.end, list(st.free[n]), 0, self.ignore)
         return list(st.free[n])
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:

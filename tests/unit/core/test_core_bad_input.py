@@ -6,7 +6,7 @@ gets the expected reason (and a message that says what is wrong), `ok` is still 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from core_builders import fabric, gang, node, queue, snapshot
@@ -34,7 +34,7 @@ class Bad:
     gang: str
     reason: Reason
     says: str
-    policy: Policy = Policy()
+    policy: Policy = field(default_factory=Policy)
 
 
 def _with_ok(

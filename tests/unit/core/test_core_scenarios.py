@@ -110,7 +110,10 @@ def _preferred_leaf_spans_when_needed() -> Scenario:
         bound={
             "ns/pref": {
                 **pods_on("pref", 4, leaf_nodes("s0-l0", 4)),
-                **{f"pref-{i:03d}": n for i, n in zip(range(4, 6), leaf_nodes("s0-l1", 2))},
+                **{
+                    f"pref-{i:03d}": n
+                    for i, n in zip(range(4, 6), leaf_nodes("s0-l1", 2), strict=True)
+                },
             }
         },
     )

@@ -4,9 +4,11 @@ kwok's default pod stages finish Job-owned pods at once, which would make every 
 scheduler test "succeed" the moment it is bound. Giving kwokctl any Stage replaces all of its
 defaults (node ones included), so we assemble the set ourselves at run time:
 
-- kwok's own node stages (initialize, heartbeat with lease) and its fast pod stages for
-  "bound → Running" and "deleting → gone", read from the kwok module in the Go module cache (we
-  do not copy kwok's files into this repository);
+- kwok's own node stages (initialize, heartbeat with lease) and its fast pod stage for
+  "bound → Running", read from the kwok module in the Go module cache (we do not copy kwok's
+  files into this repository);
+- our deletion stages: a deleted pod that a finalizer holds becomes Failed first (as a kubelet
+  would report it), and is removed once no finalizer holds it;
 - our `phalanx-pod-run-for` stage: a Running pod annotated `phalanx.dev/run-for: "30s"` becomes
   Succeeded that long after it started (kwok evaluates the annotation as a Go duration).
 
@@ -29,8 +31,67 @@ KWOK_STAGE_FILES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "kustomize/stage/pod/fast/pod-ready.yaml",
-    "kustomize/stage/pod/fast/pod-delete.yaml",
 )
+
+# A deleted pod must stop like a real one: a kubelet marks it Failed once its containers are
+# killed, and only then does a controller holding a finalizer (the Job controller's
+# `batch.kubernetes.io/job-tracking`) let it go. kwok's fast delete stage only deletes, so an
+# evicted Job pod would hang in Terminating forever; these two stages replace it.
+TERMINATE_STAGE = """apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: phalanx-pod-terminate
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'NotIn'
+      values:
+      - 'Succeeded'
+      - 'Failed'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 137
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+      {{ end }}
+      phase: Failed
+"""
+
+DELETE_STAGE = """apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: phalanx-pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'DoesNotExist'
+  next:
+    delete: true
+"""
 
 RUN_FOR_STAGE = f"""apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -107,4 +168,4 @@ def stage_documents() -> list[str]:
     """Every Stage document the fake cluster runs with, as YAML texts."""
     base = kwok_module_dir()
     docs = [(base / f).read_text() for f in KWOK_STAGE_FILES]
-    return [*docs, RUN_FOR_STAGE]
+    return [*docs, TERMINATE_STAGE, DELETE_STAGE, RUN_FOR_STAGE]

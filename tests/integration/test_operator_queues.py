@@ -1,0 +1,162 @@
+"""Queues on a real API server: borrowing and reclaim of whole gangs; backfill with reservations.
+
+The `small` shape has 128 GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Cluster, ensure_queue
+from tests.integration.objects import gang_job, gang_pod, pod_group
+from tests.integration.operator_fixture import OperatorProcess
+from tests.integration.test_operator_gangs import (
+    group_status,
+    nodes_of,
+    scheduled,
+    wait_bound_whole,
+)
+from tests.integration.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ns(namespace: str, operator: OperatorProcess) -> Iterator[str]:
+    yield namespace
+
+
+@pytest.fixture
+def two_queues(phalanx_api: Any) -> Iterator[tuple[str, str]]:
+    names = ("team-a", "team-b")
+    for name in names:
+        ensure_queue(phalanx_api, name, {"weight": 1, "guarantee": {"nvidia.com/gpu": 64}})
+    yield names
+    for name in names:
+        phalanx_api.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
+
+
+def test_borrowed_capacity_is_reclaimed_by_evicting_whole_gangs(
+    cluster: Cluster, phalanx_api: Any, ns: str, two_queues: tuple[str, str]
+) -> None:
+    custom = phalanx_api
+    team_a, team_b = two_queues
+    # Team A fills the whole cluster: 4 Jobs × 4 pods × 8 GPUs = 128 GPUs, 64 of them borrowed.
+    for i in range(4):
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(f"a{i}", 4, queue=team_a)
+        )
+        cluster.batch.create_namespaced_job(ns, gang_job(f"a{i}", f"a{i}", 4, 8))
+    for i in range(4):
+        wait_bound_whole(cluster, ns, f"a{i}", 4)
+    # With team B idle, its guarantee is lent: team A is allocated the whole cluster.
+    wait_for(
+        lambda: (
+            custom.get_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", team_a)
+            .get("status", {})
+            .get("allocated", {})
+            .get("nvidia.com/gpu")
+            == "128"
+        ),
+        timeout=30,
+        what="team-a to be allocated all 128 GPUs (64 of them team-b's idle guarantee)",
+    )
+
+    # Team B asks for 32 GPUs, within its guarantee of 64.
+    custom.create_namespaced_custom_object(
+        "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("b0", 4, queue=team_b)
+    )
+    for i in range(4):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"b0-{i}", "b0", 8))
+    wait_bound_whole(cluster, ns, "b0", 4)
+
+    evicted = [
+        g
+        for g in (f"a{i}" for i in range(4))
+        if (c := _condition(group_status(custom, ns, g), "Evicted"))
+        and c["status"] == "True"
+        and c["reason"] == "Reclaimed"
+    ]
+    assert len(evicted) == 1, f"expected exactly one whole gang reclaimed, got {evicted}"
+    victim = evicted[0]
+
+    # The Job controller recreates the victim's pods; they wait, bound nowhere.
+    def recreated_and_waiting() -> bool:
+        nodes = nodes_of(cluster, ns, victim)
+        live = {
+            p.metadata.name
+            for p in cluster.core.list_namespaced_pod(
+                ns, label_selector=f"phalanx.dev/pod-group={victim}"
+            ).items
+            if p.metadata.deletion_timestamp is None
+        }
+        return len(live) == 4 and not any(nodes[n] for n in live)
+
+    # The Job controller backs off before replacing failed pods, ignored failures included:
+    # 10 s × 2^(failures − 1), so 80 s for four pods failing together.
+    wait_for(recreated_and_waiting, timeout=150, what=f"{victim}'s pods to be recreated, unbound")
+    time.sleep(2)
+    for i in range(4):
+        if f"a{i}" != victim:
+            assert all(nodes_of(cluster, ns, f"a{i}").values()), f"a{i} lost members"
+    pending = group_status(custom, ns, victim)
+    assert pending["phase"] == "Pending"
+    assert pending["bound"] == 0
+
+
+def _condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    return next((c for c in status.get("conditions", []) if c["type"] == ctype), None)
+
+
+def test_backfill_runs_a_short_gang_first_and_the_big_gang_starts_at_its_reservation(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+
+    def gang(name: str, pods: int, limit: int, run_for: str | None) -> None:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(name, pods, time_limit=limit)
+        )
+        for i in range(pods):
+            cluster.core.create_namespaced_pod(
+                ns, gang_pod(f"{name}-{i}", name, 8, run_for=run_for)
+            )
+
+    gang("running", 12, limit=30, run_for="20s")  # 96 GPUs until at most 30 s from now
+    wait_bound_whole(cluster, ns, "running", 12)
+    started = time.time()
+    gang("big", 14, limit=600, run_for=None)  # 112 GPUs: must wait for `running` to end
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "big")).get("estimatedStartTime") and s,
+        timeout=30,
+        what="`big` to get an estimated start time",
+    )
+    eta = _ts(status["estimatedStartTime"])
+    assert started - 5 <= eta <= started + 35, f"ETA {status['estimatedStartTime']} off"
+
+    gang("long", 4, limit=600, run_for=None)  # 32 GPUs fit now, but would delay `big`
+    gang("short", 2, limit=10, run_for="5s")  # 16 GPUs, ends before `big`'s reservation
+    wait_bound_whole(cluster, ns, "short", 2)
+    reason = wait_for(
+        lambda: (c := scheduled(group_status(custom, ns, "short"))) and c["status"] == "True" and c,
+        timeout=30,
+        what="`short` to be Scheduled",
+    )
+    assert reason["reason"] == "Backfilled"
+    assert not any(nodes_of(cluster, ns, "long").values()), "`long` would delay the reservation"
+    assert not any(nodes_of(cluster, ns, "big").values())
+
+    wait_bound_whole(cluster, ns, "big", 14)
+    bound_at = time.time()
+    assert bound_at <= eta + 15, f"`big` started {bound_at - eta:.0f}s after its reservation"
+    assert not any(nodes_of(cluster, ns, "long").values())
+
+
+def _ts(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -1,39 +1,187 @@
-"""`make demo`: the main job on a fresh machine.
+"""`make demo`: the whole story on a fresh machine.
 
-Builds the control plane if needed, brings up the local cluster with the `small` shape (or reuses
-one that is already up), and shows what the scheduler will see: every fake GPU node with its
-spine, leaf and GPUs. Later stages of the project extend this with the operator and example gangs.
+1. the local cluster with the `small` shape (built and started if needed);
+2. the CRDs applied with kubectl, exactly as a user would;
+3. the operator (`phalanx run`) started in the background against it;
+4. the example queues and gangs of `deploy/examples/` submitted;
+5. where every gang landed (nodes, leaves) or why it waits, with numbers and ETA.
+
+The cluster and the operator keep running afterwards so you can poke at them with the printed
+KUBECONFIG; `make down` stops both (the operator's command line names the cluster's folder, so
+`phalanx dev-cluster down` finds and stops it with the control plane).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.devcluster.cluster import describe_nodes, kubeconfig_path, status, up
-from phalanx.devcluster.shapes import load_shape
+from phalanx.devcluster.binaries import ensure_binaries
+from phalanx.devcluster.cluster import (
+    cluster_dir,
+    describe_nodes,
+    kubeconfig_path,
+    processes_under,
+    status,
+    up,
+)
+from phalanx.devcluster.shapes import LEAF_LABEL, load_shape
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "deploy" / "examples"
+GANGS = ("llm-pretrain", "pair", "finetune", "giant")
+console = Console(width=None if sys.stdout.isatty() else 150)
+
+
+def kubectl(kubeconfig: Path, *args: str) -> str:
+    bins = ensure_binaries(lambda m: console.print(f"[dim]{m}[/dim]"))
+    out = subprocess.run(
+        [str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"kubectl {' '.join(args)} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def start_operator(kubeconfig: Path) -> None:
+    if any(
+        "phalanx" in _cmdline(p) and " run" in _cmdline(p) for p in processes_under(cluster_dir())
+    ):
+        console.print("the operator is already running")
+        return
+    log = cluster_dir() / "operator.log"
+    subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "phalanx",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-port",
+            "18080",
+            "--health-port",
+            "18081",
+            "--cycle-interval",
+            "2",
+        ],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    console.print(f"operator started (log: {log}; metrics: http://127.0.0.1:18080/metrics)")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def gangs(kubeconfig: Path) -> list[dict[str, Any]]:
+    import json
+
+    data = json.loads(kubectl(kubeconfig, "get", "podgroups", "-n", "default", "-o", "json"))
+    items: list[dict[str, Any]] = data["items"]
+    return items
+
+
+def settled(items: list[dict[str, Any]]) -> bool:
+    by_name = {g["metadata"]["name"]: g.get("status", {}) for g in items}
+    if set(GANGS) - set(by_name):
+        return False
+    return all(by_name[g].get("phase") == "Running" for g in GANGS if g != "giant") and bool(
+        by_name["giant"].get("conditions")
+    )
+
+
+def show(kubeconfig: Path, items: list[dict[str, Any]]) -> None:
+    leaf_of = {r["name"]: r["leaf"] for r in describe_nodes(kubeconfig)}
+    table = Table(
+        "GANG", "QUEUE", "PHASE", "BOUND/MIN", "REASON", "LEAVES", "ETA / WHY", title="gangs"
+    )
+    for g in sorted(items, key=lambda g: g["metadata"]["name"]):
+        st, spec = g.get("status", {}), g["spec"]
+        cond = next((c for c in st.get("conditions", []) if c["type"] == "Scheduled"), {})
+        nodes = st.get("placement", {}).get("nodes", [])
+        leaves = sorted({leaf_of.get(n, "?") for n in nodes})
+        why = cond.get("message", "") if cond.get("status") != "True" else ""
+        if st.get("estimatedStartTime"):
+            why = f"ETA {st['estimatedStartTime']}: {why}"
+        table.add_row(
+            g["metadata"]["name"],
+            spec.get("queue", "default"),
+            st.get("phase", "-"),
+            f"{st.get('bound', 0)}/{spec['minMember']}",
+            cond.get("reason", "-"),
+            ",".join(leaves) or "-",
+            why,
+        )
+    console.print(table)
 
 
 def main() -> None:
-    console = Console()
     shape = os.environ.get("PHALANX_DEMO_SHAPE", "small")
-    st = status()
-    if st.up:
-        console.print(f"reusing the dev cluster that is up (shape {st.shape})")
+    if status().up:
+        console.print(f"reusing the dev cluster that is up (shape {status().shape})")
         kubeconfig = kubeconfig_path()
     else:
         kubeconfig = up(load_shape(shape), log=lambda m: console.print(f"[dim]{m}[/dim]"))
-    rows = describe_nodes(kubeconfig)
+    nodes = describe_nodes(kubeconfig)
     table = Table("NODE", "SPINE", "LEAF", "GPUS", "PRODUCT", "STATUS", title="fake GPU nodes")
-    for r in rows:
+    for r in nodes:
         table.add_row(r["name"], r["spine"], r["leaf"], r["gpus"], r["product"], r["ready"])
     console.print(table)
-    gpus = sum(int(r["gpus"]) for r in rows)
-    console.print(f"{len(rows)} nodes, {gpus} GPUs")
+    console.print(
+        f"{len(nodes)} nodes, {sum(int(r['gpus']) for r in nodes)} GPUs "
+        f"(topology label {LEAF_LABEL})"
+    )
+
+    console.print("$ kubectl apply -f crds/")
+    console.print(kubectl(kubeconfig, "apply", "-f", str(REPO / "crds")).strip())
+    kubectl(
+        kubeconfig,
+        "wait",
+        "--for=condition=established",
+        "--timeout=60s",
+        "crd/podgroups.phalanx.dev",
+        "crd/queues.phalanx.dev",
+    )
+    start_operator(kubeconfig)
+    for name in (
+        "queues.yaml",
+        "training-job.yaml",
+        "gang-bare.yaml",
+        "finetune-job.yaml",
+        "giant-waiting.yaml",
+    ):
+        console.print(f"$ kubectl apply -f deploy/examples/{name}")
+        console.print(kubectl(kubeconfig, "apply", "-f", str(EXAMPLES / name)).strip())
+
+    deadline = time.monotonic() + 90
+    items = gangs(kubeconfig)
+    while not settled(items) and time.monotonic() < deadline:
+        time.sleep(1)
+        items = gangs(kubeconfig)
+    show(kubeconfig, items)
+    if not settled(items):
+        raise SystemExit(
+            f"the example gangs did not all settle within 90s; see {cluster_dir() / 'operator.log'}"
+        )
+    console.print(kubectl(kubeconfig, "get", "queues"))
     print(f"KUBECONFIG={kubeconfig}")
-    console.print("stop it with: make down")
+    console.print("try: kubectl get gang -A; kubectl describe gang giant. Stop all: make down")
 
 
 if __name__ == "__main__":

@@ -284,6 +284,11 @@ def down(log: Log = print, name: str = CLUSTER_NAME) -> bool:
     if result.returncode != 0:
         tail = " ".join((result.stdout + result.stderr).split())[-400:]
         raise DevClusterError(f"kwokctl could not delete the cluster: {tail}")
+    # Processes kwokctl does not know (an operator started against this cluster, e.g. by
+    # `make demo`) get a SIGTERM too; everything is then awaited, stragglers killed.
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     _reap(pids, grace_s=20)
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(cluster_dir(name))

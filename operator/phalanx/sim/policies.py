@@ -1,0 +1,86 @@
+"""The four `phalanx simulate --policy` choices, as configurations of one harness.
+
+Every baseline that can be written as a configuration of the core *is* one, so the comparison
+measures the policy, not two implementations: same placement code, same replay, same limits.
+Only `pod` (no gangs at all) needs its own small placement routine (`phalanx.sim.podsched`).
+
+- `pod`: what the default kube-scheduler does — pods placed one by one in creation order on a
+  random node that fits (GPUs are not in its default scoring), no gangs, no queues; a job runs
+  only once all its pods are bound, so partly placed jobs hold GPUs idle and can deadlock.
+- `fifo-gang`: gangs all-or-nothing in FIFO order in one queue, no backfill, reclaim or
+  preemption; a gang that does not fit is skipped (as scheduler-plugins coscheduling does).
+- `volcano`: gangs with weighted proportional queues (guarantees and weights) and reclaim of
+  borrowed capacity, but no backfill reservations and no usage decay (Volcano's `proportion`).
+- `phalanx`: everything on — reservations with time-limit backfill, reclaim, preemption, and
+  decayed fair share (7-day half-life).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phalanx.core import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class SimPolicy:
+    """One simulated policy.
+
+    `core` is the core configuration (`None` for the pod-by-pod baseline). `queues`: gangs go to
+    their trace queue (Philly VC) rather than one shared queue. `usage_decay`: queues accrue
+    decayed GPU-seconds that lower their fair-share factor.
+    """
+
+    name: str
+    description: str
+    core: Policy | None
+    queues: bool
+    usage_decay: bool
+
+
+POLICIES: dict[str, SimPolicy] = {
+    p.name: p
+    for p in (
+        SimPolicy(
+            "pod",
+            "pod by pod in creation order on a random fitting node, no gangs, no queues "
+            "(the default scheduler); partly placed jobs hold GPUs and can deadlock",
+            core=None,
+            queues=False,
+            usage_decay=False,
+        ),
+        SimPolicy(
+            "fifo-gang",
+            "all-or-nothing gangs in FIFO order in one queue; no backfill, reclaim or "
+            "preemption (scheduler-plugins coscheduling)",
+            core=Policy(backfill=False, reclaim=False, preemption=False),
+            queues=False,
+            usage_decay=False,
+        ),
+        SimPolicy(
+            "volcano",
+            "gangs in weighted proportional queues with reclaim; no backfill, no usage decay "
+            "(Volcano gang + proportion + reclaim)",
+            core=Policy(backfill=False, reclaim=True, preemption=False),
+            queues=True,
+            usage_decay=False,
+        ),
+        SimPolicy(
+            "phalanx",
+            "gangs, fair-share queues with 7-day usage decay, reclaim, preemption, and "
+            "time-limit backfill with reservations",
+            core=Policy(),
+            queues=True,
+            usage_decay=True,
+        ),
+    )
+}
+"""The policies by `--policy` name, in the order tables list them."""
+
+
+def get_policy(name: str) -> SimPolicy:
+    """The policy called `name`; `ValueError` naming the valid choices otherwise."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}: use one of {', '.join(POLICIES)}") from None

@@ -73,13 +73,20 @@ class ClusterState:
                 self.total_gpu += g
                 hist = self.leaf_hist[leaf]
                 hist[g] = hist.get(g, 0) + 1
+        #: GPUs a gang that never ends could use on the node at the very most: free now, plus
+        #: everything ever released, minus holds that never end. The backfill sweep bounds
+        #: unlimited gangs with it (a hold taken later still takes its capacity for good).
+        self.final_gpu = [v[0] for v in free]
+        #: Nodes with a hold that never ends (their final_gpu is below their free GPUs).
+        self.forever_held: set[int] = set()
         self.releases: list[list[Release]] = [[] for _ in free]
         self.events: list[Release] = []
         self._event_keys: list[tuple[float, int]] = []
         self.holds: list[list[Hold]] = [[] for _ in free]
         self.leaf_hold_starts: list[list[float]] = [[] for _ in range(nleaves)]
-        #: Finite ends of holds, sorted: a reservation ending is a moment capacity comes back.
-        self.hold_ends: list[float] = []
+        #: (time, node, GPU delta) of hold starts (−) and finite ends (+), sorted: what the
+        #: backfill sweep subtracts from its aggregates so they stay tight upper bounds.
+        self.hold_events: list[tuple[float, int, int]] = []
         self.hold_count = 0
 
     # -- free capacity now ---------------------------------------------------------------------
@@ -88,6 +95,7 @@ class ClusterState:
         """free[n] += sign × vec, keeping the aggregates and the leaf version right."""
         free = self.free[n]
         old = max(0, free[0])
+        self.final_gpu[n] += sign * vec[0]
         for i, v in enumerate(vec):
             if v:
                 free[i] += sign * v
@@ -118,11 +126,13 @@ class ClusterState:
         i = bisect.bisect_right(self._event_keys, key)
         self._event_keys.insert(i, key)
         self.events.insert(i, rel)
+        self.final_gpu[n] += vec[0]
         self.leaf_version[self.topo.leaf_of[n]] += 1
 
     def drop_releases(self, gang: str, nodes: list[int]) -> None:
         """Forget `gang`'s planned releases (it is evicted: it gives back earlier, once)."""
         for n in nodes:
+            self.final_gpu[n] -= sum(r.vec[0] for r in self.releases[n] if r.gang == gang)
             self.releases[n] = [r for r in self.releases[n] if r.gang != gang]
             self.leaf_version[self.topo.leaf_of[n]] += 1
         keep = [i for i, r in enumerate(self.events) if r.gang != gang]
@@ -137,8 +147,12 @@ class ClusterState:
         self.holds[n].append(Hold(start, end, vec, gang))
         leaf = self.topo.leaf_of[n]
         bisect.insort(self.leaf_hold_starts[leaf], start)
+        bisect.insort(self.hold_events, (start, n, -vec[0]))
         if end < INFINITY:
-            bisect.insort(self.hold_ends, end)
+            bisect.insort(self.hold_events, (end, n, vec[0]))
+        else:
+            self.final_gpu[n] -= vec[0]
+            self.forever_held.add(n)
         self.leaf_version[leaf] += 1
         self.hold_count += 1
 
@@ -155,9 +169,9 @@ class ClusterState:
 
         `base` is the node's capacity at `t` ignoring holds, which already includes the first
         `applied` releases of the node; releases of gangs in `ignore` (victims whose eviction is
-        being simulated, already counted in `base`) are skipped. The answer is the minimum, over `t` and every hold start
-        before `end`, of base plus later releases minus what holds take at that instant: using
-        less than that never leaves a reservation short when it starts.
+        being simulated, already counted in `base`) are skipped. The answer is the minimum, over
+        `t` and every hold start before `end`, of base plus later releases minus what holds take
+        at that instant: using less than that never leaves a reservation short when it starts.
         """
         holds = self.holds[n]
         if not holds:

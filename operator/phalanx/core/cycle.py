@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from phalanx.core.backfill import Plan, earliest_start
+from phalanx.core.capacity import ClusterState
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
 from phalanx.core.model import (
     CycleResult,
@@ -67,6 +68,10 @@ class _Cycle:
     failed: dict[tuple[int, int | None, int | None], list[tuple[float, int]]] = field(
         default_factory=dict
     )
+    #: Leaf capacities ignoring holds (to tell "reserved" from "too small" in messages).
+    loose_cache: LeafCache = field(default_factory=dict)
+    #: Eviction searches that found nothing: key → [(pods, duration)].
+    no_victims: dict[tuple[object, ...], list[tuple[int, float]]] = field(default_factory=dict)
     depth_used: int = 0
     first_reserved: str | None = None
 
@@ -131,6 +136,12 @@ class Scheduler:
         self.policy = policy
         self.now = now
         self.state = prep.state
+        #: Lowest priority among running gangs of each queue (preemption is possible above it).
+        self.lowest: dict[str, int] = {}
+        for r in prep.running:
+            if not r.gang.evicting:
+                q = r.gang.queue
+                self.lowest[q] = min(self.lowest.get(q, r.gang.priority), r.gang.priority)
 
     # -- start now ---------------------------------------------------------------------------
 
@@ -228,25 +239,58 @@ class Scheduler:
                 )
             )
 
+    def _hopeless(self, kind: str, w: GangWork) -> bool:
+        """Whether a gang like `w` (same queue, shape, priority; no smaller, no shorter) already
+        found no victims this cycle. Free capacity and candidates mostly only shrink during the
+        walk, so it would fail again; in the rare case it would not (a victim queue grew this
+        cycle), the next cycle finds it."""
+        if len(w.shapes) != 1:
+            return False
+        key = (
+            kind,
+            w.queue.name,
+            w.gang.priority,
+            w.shapes[0].id,
+            w.required_level,
+            w.preferred_level,
+        )
+        k, end = len(w.shapes[0].pods), w.duration
+        return any(fk <= k and fe <= end for fk, fe in self.c.no_victims.get(key, ()))
+
+    def _no_victims(self, kind: str, w: GangWork) -> None:
+        if len(w.shapes) == 1:
+            key = (
+                kind,
+                w.queue.name,
+                w.gang.priority,
+                w.shapes[0].id,
+                w.required_level,
+                w.preferred_level,
+            )
+            self.c.no_victims.setdefault(key, []).append((len(w.shapes[0].pods), w.duration))
+
     def try_evictions(self, w: GangWork) -> tuple[str, Outcome] | None:
         """Reclaim, then preemption; returns the description and the placement it allows."""
         prep, now = self.prep, self.now
-        if self.policy.reclaim and can_reclaim(w):
+        if self.policy.reclaim and can_reclaim(w) and not self._hopeless("reclaim", w):
             cands = reclaim_candidates(w, prep.running, prep.queues, now)
             if cands:
-                got = choose_victims(self.state, w, cands, keeps_victim_share(prep.queues), now)
+                guard = keeps_victim_share(prep.queues)
+                got = choose_victims(self.state, w, cands, guard, now, self.c.cache)
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.RECLAIMED, w)
                     return "reclaiming from " + _victim_list(victims), out
-        if self.policy.preemption:
+            self._no_victims("reclaim", w)
+        if self.policy.preemption and not self._hopeless("preempt", w):
             cands = preemption_candidates(w, prep.running, now)
             if cands:
-                got = choose_victims(self.state, w, cands, lambda _c, _ch: True, now)
+                got = choose_victims(self.state, w, cands, _any, now, self.c.cache)
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.PREEMPTED, w)
                     return "preempting lower priority " + _victim_list(victims), out
+            self._no_victims("preempt", w)
         return None
 
     # -- the walk ------------------------------------------------------------------------------
@@ -327,7 +371,7 @@ class Scheduler:
             return
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
-        if self.state.events and self.state.events[0].time <= now:
+        if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
             soon = earliest_start(self.state, w, now, until=now)
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
@@ -355,6 +399,15 @@ class Scheduler:
         if plan is not None and plan.outcome.assignment is not None:
             self.hold(w, plan.outcome.assignment, plan.start)
         self.explain(w, end, out, plan)
+
+    def _may_evict(self, w: GangWork) -> bool:
+        """Cheap test: could reclaim or preemption apply to `w` at all?"""
+        if self.policy.reclaim and can_reclaim(w):
+            return True
+        if self.policy.preemption:
+            low = self.lowest.get(w.queue.name)
+            return low is not None and low < w.gang.priority
+        return False
 
     def _may_plan(self, w: GangWork) -> bool:
         return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
@@ -424,7 +477,9 @@ class Scheduler:
                 )
                 return
         if st.hold_count:
-            loose = place(_IgnoreHolds(st, c.cache), w.shapes, w.required_level, w.preferred_level)
+            loose = place(
+                _IgnoreHolds(st, c.loose_cache), w.shapes, w.required_level, w.preferred_level
+            )
             if loose.assignment is not None:
                 nodes = sorted({n for _, n in loose.assignment})
                 holders = [g for g in st.held_gangs(nodes, end) if g != gid]
@@ -572,14 +627,15 @@ class _IgnoreHolds(NowView):
 
     __slots__ = ()
 
-    def __init__(self, state: object, cache: LeafCache) -> None:
-        from phalanx.core.capacity import ClusterState
-
-        assert isinstance(state, ClusterState)
-        super().__init__(state, 0.0, -math.inf, {})
+    def __init__(self, state: ClusterState, cache: LeafCache) -> None:
+        super().__init__(state, 0.0, -math.inf, cache)
 
     def node_capacity(self, n: int) -> list[int]:
         return list(self.state.free[n])
+
+
+def _any(_cand: RunState, _chosen: list[RunState]) -> bool:
+    return True
 
 
 def _victim_list(victims: list[RunState]) -> str:

@@ -1,0 +1,275 @@
+"""Benchmark of the pure scheduling core (issue 3): full-cycle time and placement quality.
+
+Run with `make bench-core` (or `.venv/bin/python bench/core_bench.py [--quick]`). Writes
+`bench/results/core.json`. Figures:
+
+* `cycle_ms_1024n` — one full `schedule()` on the `large` shape (4 spines × 8 leaves × 32 nodes ×
+  8 GPUs) about 70% occupied, 500 running gangs, 1,000 pending gangs (median of RUNS runs);
+* `cycle_ms_4096n` — the same on `xlarge` (8 × 16 × 32 × 8) with 5,000 pending;
+* `place_64pod_gang_ms` — placing one 64-pod gang of 8-GPU pods on `large` at 50% occupancy
+  (the placement call on a prepared cycle state; `cycle_ms_one_64pod_gang` is the whole cycle);
+* `oracle_min_leaves_pct` — share of random fragmented instances where the chosen placement
+  spans the minimum number of leaves, from the exact oracle in tests/unit/core/core_oracle.py;
+* `growth` — cycle time as nodes and as pending gangs grow, one run each.
+
+Gang sizes (GPUs) are drawn, seeded, from 1: 40%, 2: 10%, 4: 10%, 8: 20%, 16: 10%, 32: 7%,
+64: 3%; gangs of 8 GPUs and more use 8-GPU pods; a third have a time limit. Running gangs alone
+fill about half of the cluster with that mix, so the rest of the 70% is pods of other schedulers
+(`Node.used`) scattered over random nodes — which is also what fragments the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "operator"))
+sys.path.insert(0, str(ROOT / "tests" / "unit" / "core"))
+
+from core_oracle import oracle_figure  # noqa: E402
+
+from phalanx.core import (  # noqa: E402
+    CPU,
+    GPU,
+    MEMORY,
+    PODS,
+    Member,
+    Node,
+    PendingGang,
+    Policy,
+    Queue,
+    RunningGang,
+    RunningMember,
+    Snapshot,
+    schedule,
+)
+from phalanx.core.cycle import _queue_shares  # noqa: E402
+from phalanx.core.placement import place  # noqa: E402
+from phalanx.core.prepare import prepare  # noqa: E402
+from phalanx.core.views import NowView  # noqa: E402
+
+OUT = ROOT / "bench" / "results" / "core.json"
+SPINE = "network.topology.nvidia.com/spine"
+LEAF = "network.topology.nvidia.com/block"
+GiB = 1 << 30
+NOW = 1_700_000_000.0
+SIZES = (1, 2, 4, 8, 16, 32, 64)
+WEIGHTS = (40, 10, 10, 20, 10, 7, 3)
+LIMITS = (1800.0, 3600.0, 7200.0, 14400.0, 28800.0)
+QUEUES = (("research", 2), ("prod", 3), ("batch", 1), ("interactive", 1))
+
+
+def pod_shape(gpus: int) -> tuple[int, int]:
+    """(pods, GPUs per pod) of a gang of `gpus` GPUs."""
+    return (gpus // 8, 8) if gpus >= 8 else (1, gpus)
+
+
+def requests(per_pod: int) -> dict[str, int]:
+    return {GPU: per_pod, CPU: per_pod * 10_000, MEMORY: per_pod * 100 * GiB}
+
+
+def build_snapshot(
+    spines: int, leaves: int, per_leaf: int, running: int, pending: int, occupancy: float, seed: int
+) -> Snapshot:
+    rng = random.Random(seed)
+    names = [
+        (f"s{s:02d}-l{lf:02d}-n{n:02d}", f"s{s:02d}", f"s{s:02d}-l{lf:02d}")
+        for s in range(spines)
+        for lf in range(leaves)
+        for n in range(per_leaf)
+    ]
+    free = {name: 8 for name, _, _ in names}
+    by_leaf: dict[str, list[str]] = {}
+    for name, _, leaf in names:
+        by_leaf.setdefault(leaf, []).append(name)
+    leaf_names = sorted(by_leaf)
+
+    run: list[RunningGang] = []
+    for i in range(running):
+        size = rng.choices(SIZES, WEIGHTS)[0]
+        count, per_pod = pod_shape(size)
+        members: list[RunningMember] = []
+        start_leaf = rng.randrange(len(leaf_names))
+        for k in range(len(leaf_names)):
+            leaf = leaf_names[(start_leaf + k) % len(leaf_names)]
+            for node in by_leaf[leaf]:
+                while free[node] >= per_pod and len(members) < count:
+                    free[node] -= per_pod
+                    members.append(RunningMember(f"r{i}-{len(members)}", node, requests(per_pod)))
+            if len(members) == count:
+                break
+        if len(members) < count:
+            for m in members:
+                free[m.node] += per_pod
+            continue
+        started = NOW - rng.uniform(0, 8 * 3600)
+        limit = None
+        if rng.random() < 1 / 3:
+            limit = (NOW - started) + rng.uniform(60, 6 * 3600)
+        run.append(
+            RunningGang(
+                id=f"team/run-{i:05d}",
+                queue=rng.choice(QUEUES)[0],
+                members=tuple(members),
+                priority=rng.choice((0, 0, 0, 100)),
+                start_time=started,
+                time_limit=limit,
+            )
+        )
+    # Other schedulers' pods bring the cluster to the target occupancy.
+    total = 8 * len(names)
+    target = int(total * occupancy)
+    used_gpus = total - sum(free.values())
+    other = dict.fromkeys(free, 0)
+    open_nodes = [n for n in sorted(free) if free[n] > 0]
+    while used_gpus < target and open_nodes:
+        node = rng.choice(open_nodes)
+        take = min(free[node], rng.choice((1, 2, 4)))
+        free[node] -= take
+        other[node] += take
+        used_gpus += take
+        if free[node] == 0:
+            open_nodes.remove(node)
+    nodes = tuple(
+        Node(
+            name=name,
+            allocatable={GPU: 8, CPU: 96_000, MEMORY: 1024 * GiB, PODS: 110},
+            used={GPU: other[name], CPU: other[name] * 2_000, PODS: other[name]},
+            labels={SPINE: spine, LEAF: leaf},
+        )
+        for name, spine, leaf in names
+    )
+    pend: list[PendingGang] = []
+    for i in range(pending):
+        size = rng.choices(SIZES, WEIGHTS)[0]
+        count, per_pod = pod_shape(size)
+        gid = f"team/job-{i:05d}"
+        pend.append(
+            PendingGang(
+                id=gid,
+                min_member=count,
+                members=tuple(Member(f"job-{i:05d}-{p}", requests(per_pod)) for p in range(count)),
+                queue=rng.choice(QUEUES)[0],
+                priority=rng.choice((0, 0, 0, 100)),
+                creation_time=NOW - 3600 + i,
+                topology_preferred="leaf" if size >= 16 else None,
+                time_limit=rng.choice(LIMITS) if rng.random() < 1 / 3 else None,
+            )
+        )
+    queues = tuple(Queue(name, weight=w, usage=rng.uniform(0, 1e7)) for name, w in QUEUES)
+    return Snapshot(nodes, queues, tuple(run), tuple(pend))
+
+
+def time_cycle(snap: Snapshot, runs: int) -> tuple[float, list[float], dict[str, int]]:
+    times = []
+    summary: dict[str, int] = {}
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = schedule(snap, Policy(), NOW)
+        times.append((time.perf_counter() - t0) * 1000)
+        summary = {
+            "bound": len(result.bindings),
+            "reservations": len(result.reservations),
+            "evictions": len(result.evictions),
+        }
+    return statistics.median(times), [round(t, 1) for t in times], summary
+
+
+def time_place_64(runs: int) -> tuple[float, float, int]:
+    snap = build_snapshot(4, 8, 32, 250, 0, 0.5, seed=64)
+    gang = PendingGang(
+        "team/big",
+        64,
+        tuple(Member(f"big-{p:02d}", requests(8)) for p in range(64)),
+        queue="research",
+        topology_preferred="leaf",
+    )
+    snap = Snapshot(snap.nodes, snap.queues, snap.running, (gang,))
+    place_ms = []
+    cycle_ms = []
+    leaves = 0
+    for _ in range(runs):
+        prep = prepare(snap, Policy(), NOW)
+        _queue_shares(prep, Policy())
+        w = prep.works[0]
+        view = NowView(prep.state, NOW, math.inf, {})
+        t0 = time.perf_counter()
+        out = place(view, w.shapes, w.required_level, w.preferred_level)
+        place_ms.append((time.perf_counter() - t0) * 1000)
+        assert out.assignment is not None and len(out.assignment) == 64
+        leaves = len(out.leaves)
+        t0 = time.perf_counter()
+        result = schedule(snap, Policy(), NOW)
+        cycle_ms.append((time.perf_counter() - t0) * 1000)
+        assert len(result.bindings["team/big"]) == 64
+    return statistics.median(place_ms), statistics.median(cycle_ms), leaves
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer runs, no growth table")
+    args = ap.parse_args()
+    runs = 2 if args.quick else 5
+    out: dict[str, object] = {}
+
+    large = build_snapshot(4, 8, 32, 500, 1000, 0.70, seed=1)
+    out["cycle_ms_1024n"], out["cycle_ms_1024n_runs"], out["cycle_1024n_result"] = time_cycle(
+        large, runs
+    )
+    print(f"large (1024 nodes, 1000 pending): {out['cycle_ms_1024n']:.1f} ms", flush=True)
+
+    xlarge = build_snapshot(8, 16, 32, 2000, 5000, 0.70, seed=2)
+    xruns = max(1, runs - 2)
+    out["cycle_ms_4096n"], out["cycle_ms_4096n_runs"], out["cycle_4096n_result"] = time_cycle(
+        xlarge, xruns
+    )
+    print(f"xlarge (4096 nodes, 5000 pending): {out['cycle_ms_4096n']:.1f} ms", flush=True)
+
+    place_ms, one_cycle_ms, leaves = time_place_64(runs)
+    out["place_64pod_gang_ms"] = round(place_ms, 2)
+    out["cycle_ms_one_64pod_gang"] = round(one_cycle_ms, 1)
+    out["place_64pod_gang_leaves"] = leaves
+    print(f"64-pod gang: place {place_ms:.2f} ms, whole cycle {one_cycle_ms:.1f} ms", flush=True)
+
+    fig = oracle_figure(instances=1000, seed=20240601)
+    out["oracle_min_leaves_pct"] = round(fig.pct, 2)
+    out["oracle_instances_feasible"] = fig.feasible
+    out["oracle_worst_excess_leaves"] = fig.worst_excess
+    print(f"oracle: {fig.pct:.2f}% at minimum leaves, worst +{fig.worst_excess}", flush=True)
+
+    if not args.quick:
+        growth: dict[str, dict[str, float]] = {"by_nodes_1000_pending": {}, "by_pending_1024n": {}}
+        for spines, leaves_per, label in ((1, 8, "256"), (4, 8, "1024"), (8, 16, "4096")):
+            snap = build_snapshot(spines, leaves_per, 32, 500 * spines // 4 or 125, 1000, 0.7, 3)
+            growth["by_nodes_1000_pending"][label] = round(time_cycle(snap, 1)[0], 1)
+        for pending in (250, 1000, 4000):
+            snap = build_snapshot(4, 8, 32, 500, pending, 0.7, 4)
+            growth["by_pending_1024n"][str(pending)] = round(time_cycle(snap, 1)[0], 1)
+        out["growth_ms"] = growth
+        print(f"growth: {growth}", flush=True)
+
+    for key in ("cycle_ms_1024n", "cycle_ms_4096n"):
+        out[key] = round(float(out[key]), 1)  # type: ignore[arg-type]
+    out["targets_ms"] = {"cycle_ms_1024n": 100, "cycle_ms_4096n": 1000, "place_64pod_gang_ms": 5}
+    out["runs"] = runs
+    out["runs_4096n"] = xruns
+    out["machine"] = (
+        f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs ({platform.processor() or 'unknown cpu'}); single-threaded"
+    )
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

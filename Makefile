@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down
+.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,3 +52,8 @@ bench-devcluster: control-plane
 
 bench-core: $(STAMP)
 	$(BIN)/python bench/core_bench.py
+
+## Crash safety at length: 20 kill/restart rounds mid-gang; writes bench/results/chaos.json.
+chaos: control-plane
+	PHALANX_CHAOS_ROUNDS=20 PHALANX_CHAOS_RESULTS=bench/results/chaos.json \
+		$(BIN)/pytest tests/integration/test_crash_safety.py -m integration -s

@@ -76,17 +76,30 @@ class AlwaysLeader:
 
 @dataclass
 class FaultInjection:
-    """Test-only: die abruptly after N successful binds (PHALANX_FAULT_DIE_AFTER_BINDS)."""
+    """Test-only: die abruptly after N successful binds (PHALANX_FAULT_DIE_AFTER_BINDS).
+
+    The check runs *before* each bind is sent: the (N+1)-th bind waits for the N already sent to
+    finish, then the process exits without any cleanup. So exactly N binds reach the API server,
+    and with N below a gang's size the kill provably lands mid-gang.
+    """
 
     die_after_binds: int | None = None
-    binds: int = 0
+    issued: int = 0
+    finished: int = 0
     die: Callable[[], None] = field(default=lambda: __import__("os")._exit(137))
 
-    def on_bind(self) -> None:
-        self.binds += 1
-        if self.die_after_binds is not None and self.binds >= self.die_after_binds:
-            log.error("fault injection: dying after %d binds", self.binds)
+    async def before_bind(self) -> None:
+        if self.die_after_binds is None:
+            return
+        if self.issued >= self.die_after_binds:
+            while self.finished < self.issued:
+                await asyncio.sleep(0.005)
+            log.error("fault injection: dying after %d binds", self.finished)
             self.die()
+        self.issued += 1
+
+    def after_bind(self) -> None:
+        self.finished += 1
 
 
 class Scheduler:
@@ -338,10 +351,13 @@ class Scheduler:
                     return False
                 try:
                     async with sem:
-                        await self.api.bind(pod.namespace, pod.name, pod.uid, node)
+                        await self.faults.before_bind()
+                        try:
+                            await self.api.bind(pod.namespace, pod.name, pod.uid, node)
+                        finally:
+                            self.faults.after_bind()
                     self.metrics.binds_total.labels(result="ok").inc()
                     first_bind = first_bind or time.monotonic()
-                    self.faults.on_bind()
                     return True
                 except ApiError as exc:
                     self.metrics.binds_total.labels(result="error").inc()

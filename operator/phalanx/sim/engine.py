@@ -27,6 +27,7 @@ Demand = GPUs running plus GPUs of pending gangs, per queue.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import random
@@ -474,7 +475,20 @@ class Replay:
     # -- main loop -----------------------------------------------------------------------------
 
     def run(self) -> SimResult:
-        """Replay every job to completion (or until nothing more can ever start)."""
+        """Replay every job to completion (or until nothing more can ever start).
+
+        The objects built up front (one gang per job) are frozen out of the garbage
+        collector's reach for the run: every full collection would otherwise walk all of them
+        again, which measurably slowed long replays. Nothing else changes.
+        """
+        gc.collect()
+        gc.freeze()
+        try:
+            return self._run()
+        finally:
+            gc.unfreeze()
+
+    def _run(self) -> SimResult:
         began = time.perf_counter()
         for sim in self.jobs:
             self._push(sim.job.submit_s, _ARRIVE, sim.index)

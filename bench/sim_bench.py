@@ -1,0 +1,265 @@
+"""`make bench-sim`: replay the fixed traces under the four policies and compare them.
+
+Shapes are fixed so nobody can pick one that flatters a policy (issue 6): Philly and ITP
+cluster04 on `medium` (512 GPUs), the other ITP clusters on `small` (128 GPUs). Writes
+`bench/results/sim.json` (every summary) and `bench/SIM.md` (the tables and the goals, checked
+against what was measured).
+
+Each replay runs in its own spawned process, so its wall time and peak RSS are its own; two run
+at a time on a 2-core machine (`--workers`). `--quick N` replays only the first N jobs of each
+trace (for development: the figures are not comparable with a full run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "data" / "traces"
+ALL_POLICIES = ("pod", "fifo-gang", "volcano", "phalanx")
+COMPARED = ("philly", "itp-cluster04")
+_COST = {"phalanx": 8, "volcano": 4, "fifo-gang": 2, "pod": 1}
+"""Rough relative cost of a replay per policy, to start the longest ones first."""
+
+
+def runs() -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """(label, trace spec, shape, policies), the most expensive first."""
+    itp = TRACES / "msr-itp-2021"
+    out = [
+        ("philly", f"philly:{TRACES / 'philly-pollux' / 'philly.csv'}", "medium", ALL_POLICIES),
+        ("itp-cluster04", f"itp:{itp / 'cluster04.csv'}", "medium", ALL_POLICIES),
+    ]
+    for k in (3, 2, 1, 5):
+        out.append((f"itp-cluster0{k}", f"itp:{itp / f'cluster0{k}.csv'}", "small", ALL_POLICIES))
+    return out
+
+
+def _one(
+    label: str, trace: str, shape: str, policy: str, quick: int | None, interval: float
+) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "operator"))
+    from phalanx.sim.cli import run_simulation
+
+    summary, _ = run_simulation(
+        trace, shape, policy, limit_jobs=quick, cycle_interval_s=interval, seed=0
+    )
+    summary["label"] = label
+    return summary
+
+
+# -- goals ------------------------------------------------------------------------------------
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def goals(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The issue's goals, Phalanx against the Volcano-like policy, per compared trace."""
+    out: dict[str, Any] = {}
+    for label in COMPARED:
+        got = results.get(label, {})
+        ph, vo = got.get("phalanx"), got.get("volcano")
+        if ph is None or vo is None:
+            continue
+        wait = _ratio(ph["wait_mean_s"], vo["wait_mean_s"])
+        util_ph, util_vo = ph["gpu_utilization"], vo["gpu_utilization"]
+        largest = _ratio(ph["largest_gang_wait_max_s"], vo["largest_gang_wait_max_s"])
+        below = ph["queue_below_share_worst_own"]
+        out[label] = {
+            "mean_wait_ratio": wait,
+            "mean_wait_met": wait is not None and wait <= 0.8 and util_ph >= util_vo - 0.005,
+            "utilization_phalanx": util_ph,
+            "utilization_volcano": util_vo,
+            "largest_gang_wait_ratio": largest,
+            "largest_gang_wait_met": largest is not None and largest <= 0.5,
+            "worst_queue_time_below_90pct": below,
+            "share_met": below is not None and below == 0,
+        }
+    return out
+
+
+# -- markdown ---------------------------------------------------------------------------------
+
+
+def _h(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def _f(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def table(label: str, by_policy: dict[str, dict[str, Any]]) -> list[str]:
+    first = next(iter(by_policy.values()))
+    lines = [
+        f"### {label} on `{first['shape']}` ({first['job_count']} jobs"
+        f"{'' if first.get('limit_jobs') is None else ', QUICK'})",
+        "",
+        "| policy | util. | wait mean h | wait p95 h | largest gangs "
+        f"({first['largest_gang_class']}) worst wait h | JCT mean h | Jain | worst queue "
+        "below 90% share | leaf excess | deadlocked GPU-h | evictions / lost GPU-h | "
+        "wall s | RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for policy in ALL_POLICIES:
+        s = by_policy.get(policy)
+        if s is None:
+            continue
+        lines.append(
+            f"| {policy} | {_f(s['gpu_utilization'], '.1%')} | {_h(s['wait_mean_s'])} | "
+            f"{_h(s['wait_p95_s'])} | {_h(s['largest_gang_wait_max_s'])} | "
+            f"{_h(s['jct_mean_s'])} | {_f(s['jain_fairness'], '.3f')} | "
+            f"{_f(s['queue_below_share_worst'], '.1%')} | "
+            f"{_f(s['leaf_span_excess_mean'], '.2f')} | {s['deadlocked_gpu_hours']:.0f} | "
+            f"{sum(s['evictions'].values())} / {s['lost_gpu_hours']:.0f} | "
+            f"{s['wall_s']:.0f} | {s['peak_rss_mib']:.0f} |"
+        )
+    lines.append("")
+    return lines
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    results = payload["results"]
+    lines = [
+        "# Simulator benchmark: Phalanx against the policies of its peers",
+        "",
+        "Generated by `make bench-sim` (`.venv/bin/python bench/sim_bench.py`); the numbers",
+        "below are from the run recorded in `bench/results/sim.json`"
+        f" ({payload['finished_at']}, {payload['machine']}).",
+        "",
+        "## What is replayed",
+        "",
+        "- Traces: Microsoft Philly (all jobs, VC queues with guarantees proportional to",
+        "  `philly_vc.csv`) and Microsoft ITP clusters 01–05 (one `default` queue). Shapes are",
+        "  fixed: Philly and ITP cluster04 on `medium` (512 GPUs), the others on `small` (128).",
+        "- A job of g GPUs is ceil(g/8) pods (8-GPU pods plus one remainder pod); it runs for",
+        "  its real duration once bound. Time limits (used only by backfill) are the real",
+        "  duration rounded up to 30 min, 1, 2, 4, 8, 12, 24, 48, 72 h, 7, 14, 30 d, none beyond;",
+        "  every policy sees the same limits.",
+        f"- One scheduling cycle per {payload['cycle_interval_s']:.0f} s of virtual time at most",
+        "  (the first grid point at or after an event), for every policy: waits include up to",
+        "  one interval of cycle latency. Evicted gangs restart from zero; the lost run counts",
+        "  as waiting and as lost GPU-hours.",
+        "- Utilisation is over the arrival window (first to last submit); fairness (Jain, worst",
+        "  queue) is against a reference deserved share that is the same for all policies",
+        "  (guarantee + weighted water-filling up to demand, no usage decay).",
+        "",
+        "## Policies",
+        "",
+    ]
+    from phalanx.sim.policies import POLICIES
+
+    for name, policy in POLICIES.items():
+        lines.append(f"- `{name}`: {policy.description}.")
+    lines += ["", "## Results", ""]
+    for label, by_policy in results.items():
+        lines += table(label, by_policy)
+    lines += ["## Goals (Phalanx against `volcano`)", ""]
+    lines += [
+        "| trace | mean wait −20% at ≥ utilisation | worst wait of largest gangs −50% | "
+        "every queue within 10% of its deserved share while it has demand |",
+        "|---|---|---|---|",
+    ]
+    for label, g in payload["goals"].items():
+        wait = "–" if g["mean_wait_ratio"] is None else f"{g['mean_wait_ratio'] - 1:+.0%}"
+        big = (
+            "–"
+            if g["largest_gang_wait_ratio"] is None
+            else f"{g['largest_gang_wait_ratio'] - 1:+.0%}"
+        )
+        below = _f(g["worst_queue_time_below_90pct"], ".1%")
+        lines.append(
+            f"| {label} | {'met' if g['mean_wait_met'] else 'NOT met'}: {wait} "
+            f"(util. {g['utilization_phalanx']:.1%} vs {g['utilization_volcano']:.1%}) | "
+            f"{'met' if g['largest_gang_wait_met'] else 'NOT met'}: {big} | "
+            f"{'met' if g['share_met'] else 'NOT met'}: worst queue below 90% of its own "
+            f"deserved share {below} of its demand time |"
+        )
+    lines += ["", "## Cost of the replays", ""]
+    lines += ["| trace | policy | cycles | cycle ms mean / p95 / max | max pending gangs |"]
+    lines += ["|---|---|---|---|---|"]
+    for label, by_policy in results.items():
+        for policy, s in by_policy.items():
+            c = s["cycle_ms"]
+            lines.append(
+                f"| {label} | {policy} | {s['cycles']} | {_f(c['mean'], '.1f')} / "
+                f"{_f(c['p95'], '.1f')} / {_f(c['max'], '.0f')} | {s['pending_gangs_max']} |"
+            )
+    lines += ["", payload.get("notes", ""), ""]
+    return "\n".join(lines)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", type=int, default=None, metavar="N", help="first N jobs only")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", action="append", help="labels to run (default: all)")
+    parser.add_argument("--cycle-interval", type=float, default=60.0)
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "sim.json")
+    parser.add_argument("--md", type=Path, default=ROOT / "bench" / "SIM.md")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "operator"))
+    todo = [r for r in runs() if not args.only or r[0] in args.only]
+    started = time.time()
+    results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in todo}
+    order = {p: i for i, p in enumerate(ALL_POLICIES)}
+    ctx = multiprocessing.get_context("spawn")
+    # One process per replay (its own peak RSS), the most expensive replays first.
+    jobs = [(label, trace, shape, p) for label, trace, shape, ps in todo for p in ps]
+    jobs.sort(
+        key=lambda j: (
+            -_COST[j[3]] * (4 if j[0] == "philly" else 1),
+            todo.index(next(r for r in todo if r[0] == j[0])),
+        )
+    )
+    with ProcessPoolExecutor(
+        max_workers=args.workers, mp_context=ctx, max_tasks_per_child=1
+    ) as pool:
+        futures: list[tuple[str, str, Future[dict[str, Any]]]] = []
+        for label, trace, shape, policy in jobs:
+            fut = pool.submit(_one, label, trace, shape, policy, args.quick, args.cycle_interval)
+            futures.append((label, policy, fut))
+        for label, policy, fut in futures:
+            summary = fut.result()
+            results[label][policy] = summary
+            print(
+                f"[{time.time() - started:7.0f}s] {label} {policy}: {summary['job_count']} jobs, "
+                f"wall {summary['wall_s']:.0f}s, rss {summary['peak_rss_mib']:.0f} MiB, "
+                f"wait mean {summary['wait_mean_s'] / 3600:.2f} h, "
+                f"util {summary['gpu_utilization']:.1%}",
+                flush=True,
+            )
+    for label, by_policy in list(results.items()):
+        results[label] = dict(sorted(by_policy.items(), key=lambda kv: order[kv[0]]))
+    payload = {
+        "command": "bench/sim_bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "quick": args.quick,
+        "cycle_interval_s": args.cycle_interval,
+        "total_wall_s": time.time() - started,
+        "results": results,
+        "goals": goals(results),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    args.md.write_text(markdown(payload), encoding="utf-8")
+    print(f"wrote {args.json} and {args.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""`phalanx simulate`: replay a trace through the scheduling core and print what happened.
+
+Registered by the main CLI as `app.command("simulate")(simulate)`. Kept in the sim package so
+the main CLI does not import the simulator (or the core) until the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from phalanx.sim.policies import POLICIES
+
+DEFAULT_INTERVAL_S = 60.0
+"""Default cycle interval of a replay (see `engine`): one cycle per minute of virtual time at
+most, like an operator with a 60 s cycle interval; waits are rounded up to the minute."""
+
+_PROGRESS_MIN_JOBS = 2000
+"""Below this many jobs a replay takes seconds: no progress bar."""
+
+
+def run_simulation(
+    trace: str,
+    shape: str,
+    policy: str,
+    *,
+    queues: Path | None = None,
+    seed: int = 0,
+    limit_jobs: int | None = None,
+    cycle_interval_s: float = DEFAULT_INTERVAL_S,
+    plots: Path | None = None,
+    console: Console | None = None,
+) -> tuple[dict[str, Any], list[Path]]:
+    """Load, replay, summarise (and plot): the command without its printing."""
+    from phalanx.sim.engine import simulate as replay
+    from phalanx.sim.nodes import load_cluster
+    from phalanx.sim.policies import get_policy
+    from phalanx.sim.queues import load_queue_file, queues_for_trace
+    from phalanx.sim.report import summarize
+    from phalanx.sim.traces import load_trace
+
+    chosen = get_policy(policy)
+    loaded = load_trace(trace)
+    cluster = load_cluster(shape)
+    specs = load_queue_file(queues) if queues else queues_for_trace(loaded, cluster.total_gpus)
+    jobs = loaded.jobs[:limit_jobs] if limit_jobs is not None else loaded.jobs
+    show = console is not None and len(jobs) >= _PROGRESS_MIN_JOBS
+    with Progress(
+        TextColumn(f"[bold]{chosen.name}[/bold] replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs arrived"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("replay", total=len(jobs))
+        result = replay(
+            jobs,
+            cluster,
+            specs,
+            chosen,
+            seed=seed,
+            cycle_interval_s=cycle_interval_s,
+            progress=lambda done, _total: bar.update(task, completed=done),
+        )
+    summary = summarize(
+        result,
+        trace=trace,
+        shape=shape,
+        queues_file=str(queues) if queues else None,
+        jobs_in_trace=len(loaded.jobs),
+        limit_jobs=limit_jobs,
+    )
+    paths: list[Path] = []
+    if plots is not None:
+        from phalanx.sim.plots import write_plots
+
+        paths = write_plots(result, plots, f"{Path(trace.partition(':')[2]).name} on {shape}")
+    return summary, paths
+
+
+def simulate(
+    trace: Annotated[
+        str, typer.Option(help="KIND:PATH, KIND one of philly, itp, openb.", show_default=False)
+    ],
+    shape: Annotated[str, typer.Option(help="Cluster shape name (small, medium, ...) or file.")],
+    policy: Annotated[
+        str, typer.Option(help=f"One of: {', '.join(POLICIES)}.", show_default=False)
+    ] = "phalanx",
+    queues: Annotated[
+        Path | None,
+        typer.Option(help="YAML list of Queue specs (default: derived from the trace)."),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the summary as JSON here ('-': stdout).")
+    ] = None,
+    plots: Annotated[Path | None, typer.Option(help="Write PNG plots into this directory.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the pod baseline's random choices.")] = 0,
+    limit_jobs: Annotated[
+        int | None, typer.Option(help="Replay only the first N jobs (by submit time).")
+    ] = None,
+    cycle_interval: Annotated[
+        float, typer.Option(help="Seconds of virtual time between cycles (0: every event).")
+    ] = DEFAULT_INTERVAL_S,
+) -> None:
+    """Replay a GPU-cluster trace through the scheduling core, without a cluster."""
+    err = Console(stderr=True)
+    if policy not in POLICIES:
+        err.print(f"phalanx: unknown policy {policy!r}: use one of {', '.join(POLICIES)}")
+        raise typer.Exit(2)
+    try:
+        summary, paths = run_simulation(
+            trace,
+            shape,
+            policy,
+            queues=queues,
+            seed=seed,
+            limit_jobs=limit_jobs,
+            cycle_interval_s=cycle_interval,
+            plots=plots,
+            console=err,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        err.print(f"phalanx: {exc}", highlight=False, markup=False)
+        raise typer.Exit(1) from None
+    text = json.dumps(summary, indent=2, sort_keys=False)
+    if json_out is not None and str(json_out) == "-":
+        print(text)
+        return
+    if json_out is not None:
+        json_out.write_text(text + "\n", encoding="utf-8")
+    _print_table(summary)
+    for path in paths:
+        err.print(f"wrote {path}", highlight=False)
+
+
+def _print_table(summary: dict[str, Any]) -> None:
+    from phalanx.sim.report import table_rows
+
+    table = Table(title=f"{summary['trace']} on {summary['shape']}", show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, value in table_rows(summary):
+        table.add_row(name, value)
+    Console().print(table)

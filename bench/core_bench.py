@@ -169,12 +169,14 @@ def build_snapshot(
     return Snapshot(nodes, queues, tuple(run), tuple(pend))
 
 
-def time_cycle(snap: Snapshot, runs: int) -> tuple[float, list[float], dict[str, int]]:
+def time_cycle(
+    snap: Snapshot, runs: int, policy: Policy | None = None
+) -> tuple[float, list[float], dict[str, int]]:
     times = []
     summary: dict[str, int] = {}
     for _ in range(runs):
         t0 = time.perf_counter()
-        result = schedule(snap, Policy(), NOW)
+        result = schedule(snap, policy or Policy(), NOW)
         times.append((time.perf_counter() - t0) * 1000)
         summary = {
             "bound": len(result.bindings),
@@ -226,6 +228,16 @@ def main() -> None:
         large, runs
     )
     print(f"large (1024 nodes, 1000 pending): {out['cycle_ms_1024n']:.1f} ms", flush=True)
+    # Where the time goes: the same cycle with the expensive steps switched off.
+    breakdown: dict[str, float] = {}
+    for label, policy in (
+        ("placement_only", Policy(backfill=False, reclaim=False, preemption=False)),
+        ("with_backfill", Policy(reclaim=False, preemption=False)),
+        ("with_backfill_and_reclaim", Policy(preemption=False)),
+    ):
+        breakdown[label] = round(time_cycle(large, runs, policy)[0], 1)
+    out["cycle_ms_1024n_breakdown"] = breakdown
+    print(f"large breakdown: {breakdown}", flush=True)
 
     xlarge = build_snapshot(8, 16, 32, 2000, 5000, 0.70, seed=2)
     xruns = max(1, runs - 2)

@@ -25,7 +25,6 @@ from phalanx.core.placement import Outcome, place
 from phalanx.core.views import PlanView
 from phalanx.core.work import GangWork
 
-
 MAX_ATTEMPTS = 24
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from sim_builders import cluster, job
 
 from phalanx.sim.engine import simulate
 from phalanx.sim.policies import POLICIES, get_policy
 from phalanx.sim.queues import QueueSpec, single_queue
-from sim_builders import cluster, job
 
 GPU = "nvidia.com/gpu"
 
@@ -116,8 +116,6 @@ def test_coalesced_cycles_act_on_the_grid() -> None:
     """With a 60 s cycle interval, B (arriving at 10, after A ended at 5) starts at 60, and C
     (arriving at 61) at 120; capacity is still released at the exact end time."""
     jobs = [job("a", 0, 8, 5), job("b", 10, 8, 30), job("c", 61, 8, 1)]
-    result = simulate(
-        jobs, cluster(1), single_queue(), get_policy("phalanx"), cycle_interval_s=60
-    )
+    result = simulate(jobs, cluster(1), single_queue(), get_policy("phalanx"), cycle_interval_s=60)
     got = {j.id: (j.start_s, j.end_s) for j in result.completed}
     assert got == {"a": (0, 5), "b": (60, 90), "c": (120, 121)}

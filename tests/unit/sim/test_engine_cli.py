@@ -24,8 +24,10 @@ def test_json_summary_has_the_documented_keys(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     got = CliRunner().invoke(
         _app(),
-        ["--trace", f"itp:{ITP}", "--shape", "small", "--policy", "phalanx"]
-        + ["--limit-jobs", "60", "--json", str(out)],
+        [
+            *("--trace", f"itp:{ITP}", "--shape", "small", "--policy", "phalanx"),
+            *("--limit-jobs", "60", "--json", str(out)),
+        ],
     )
     assert got.exit_code == 0, got.output
     summary = json.loads(out.read_text())

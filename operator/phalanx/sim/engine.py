@@ -60,6 +60,10 @@ from phalanx.sim.series import QueueSeries, StepSeries
 from phalanx.sim.time_limits import time_limit_for
 from phalanx.sim.traces import TraceJob
 
+MAX_POD_RESTARTS = 50
+"""`pod` baseline: a job whose gang timed out this often is given up (left unfinished), so a
+job that can never be whole cannot keep the replay going forever."""
+
 FOLLOW_UPS = 3
 """Extra cycles at one instant after cycles that evicted (bounds a pathological loop)."""
 
@@ -296,7 +300,8 @@ class Replay:
                 self.restarts += 1
                 sim.restarts += 1
                 self.partial.record(t_s, self.placer.partial_gpus)
-                self._push(t_s + backoff_s(sim.restarts, self.rng), _REQUEUE, index)
+                if sim.restarts <= MAX_POD_RESTARTS:
+                    self._push(t_s + backoff_s(sim.restarts, self.rng), _REQUEUE, index)
         elif kind == _REQUEUE:
             assert self.placer is not None
             self.placer.add(index, self._pod_triples(sim), t_s)

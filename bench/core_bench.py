@@ -29,6 +29,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,9 +78,133 @@ def requests(per_pod: int) -> dict[str, int]:
     return {GPU: per_pod, CPU: per_pod * 10_000, MEMORY: per_pod * 100 * GiB}
 
 
+def _pending_gangs(rng: random.Random, count: int, prefix: str, t0: float) -> list[PendingGang]:
+    """`count` gangs with the size mix of the issue, random queues, a third with a time limit."""
+    out: list[PendingGang] = []
+    for i in range(count):
+        size = rng.choices(SIZES, WEIGHTS)[0]
+        n, per_pod = pod_shape(size)
+        name = f"{prefix}-{i:05d}"
+        out.append(
+            PendingGang(
+                id=f"team/{name}",
+                min_member=n,
+                members=tuple(Member(f"{name}-{p}", requests(per_pod)) for p in range(n)),
+                queue=rng.choice(QUEUES)[0],
+                priority=rng.choice((0, 0, 0, 100)),
+                creation_time=t0 + i,
+                topology_preferred="leaf" if size >= 16 else None,
+                time_limit=rng.choice(LIMITS) if rng.random() < 1 / 3 else None,
+            )
+        )
+    return out
+
+
+def _other_pods(rng: random.Random, free: dict[str, int], gpus: int) -> dict[str, int]:
+    """Scatter `gpus` GPUs of other schedulers' pods (1, 2 or 4 at a time) over random nodes."""
+    other = dict.fromkeys(free, 0)
+    open_nodes = [n for n in sorted(free) if free[n] > 0]
+    while gpus > 0 and open_nodes:
+        node = rng.choice(open_nodes)
+        take = min(free[node], rng.choice((1, 2, 4)), gpus)
+        free[node] -= take
+        other[node] += take
+        gpus -= take
+        if free[node] == 0:
+            open_nodes.remove(node)
+    return other
+
+
+def _node(name: str, spine: str, leaf: str, other: int) -> Node:
+    return Node(
+        name=name,
+        allocatable={GPU: 8, CPU: 96_000, MEMORY: 1024 * GiB, PODS: 110},
+        used={GPU: other, CPU: other * 2_000, PODS: other},
+        labels={SPINE: spine, LEAF: leaf},
+    )
+
+
 def build_snapshot(
+    spines: int,
+    leaves: int,
+    per_leaf: int,
+    running: int,
+    pending: int,
+    occupancy: float,
+    seed: int,
+    steady: bool = True,
+) -> Snapshot:
+    """The benchmark snapshot: `running` gangs and other schedulers' pods fill `occupancy` of
+    the cluster, `pending` gangs wait.
+
+    `steady` (the measured default) is a cycle of a scheduler that has been running: the running
+    gangs were placed by the core itself, and their queues were drawn so that each queue holds
+    GPUs in proportion to its deserved share (what the core's own walk converges to). With
+    `steady=False` running gangs are packed first-fit from a random leaf and their queues are
+    drawn at random, so the cycle starts by reclaiming from over-share queues — the first cycle
+    after queue weights change, kept as a second figure.
+    """
+    if not steady:
+        return _unbalanced_snapshot(spines, leaves, per_leaf, running, pending, occupancy, seed)
+    rng = random.Random(seed)
+    names = [
+        (f"s{s:02d}-l{lf:02d}-n{n:02d}", f"s{s:02d}", f"s{s:02d}-l{lf:02d}")
+        for s in range(spines)
+        for lf in range(leaves)
+        for n in range(per_leaf)
+    ]
+    queues = tuple(Queue(name, weight=w, usage=rng.uniform(0, 1e7)) for name, w in QUEUES)
+    history = _pending_gangs(rng, running, "run", NOW - 9 * 3600)
+    pend = _pending_gangs(rng, pending, "job", NOW - 3600)
+    # Other schedulers' pods first, so the running gangs plus them make `occupancy`.
+    free = {name: 8 for name, _, _ in names}
+    total = 8 * len(names)
+    running_gpus = sum(g.min_member * (g.members[0].requests[GPU]) for g in history)
+    other = _other_pods(rng, free, max(0, int(total * occupancy) - running_gpus))
+    nodes = tuple(_node(name, spine, leaf, other[name]) for name, spine, leaf in names)
+    # Each queue's deserved share in the measured cycle (pending demand exceeds the cluster,
+    # so it is set by weights and decayed usage), read from the core's own queue figures.
+    plain = Policy(backfill=False, reclaim=False, preemption=False)
+    shares = schedule(Snapshot(nodes, queues, (), tuple(pend)), plain, NOW).queues
+    deserved = {q: max(1, shares[q].deserved[GPU]) for q, _ in QUEUES}
+    # Queues of the running gangs: always the one furthest below its share (largest gangs
+    # first), so every queue ends at the same fraction of its deserved share.
+    held = dict.fromkeys(deserved, 0)
+    relabelled: dict[str, str] = {}
+    for g in sorted(history, key=lambda g: (-g.min_member * g.members[0].requests[GPU], g.id)):
+        gpus = g.min_member * g.members[0].requests[GPU]
+        q = min(deserved, key=lambda q: ((held[q] + gpus) / deserved[q], q))
+        held[q] += gpus
+        relabelled[g.id] = q
+    history = [replace(g, queue=relabelled[g.id]) for g in history]
+    # The core places them, as it would have in earlier cycles.
+    placed = schedule(Snapshot(nodes, queues, (), tuple(history)), plain, NOW).bindings
+    run: list[RunningGang] = []
+    for g in history:
+        pods = placed.get(g.id)
+        if pods is None:
+            continue
+        started = NOW - rng.uniform(0, 8 * 3600)
+        limit = None
+        if rng.random() < 1 / 3:
+            limit = (NOW - started) + rng.uniform(60, 6 * 3600)
+        run.append(
+            RunningGang(
+                id=g.id,
+                queue=g.queue,
+                members=tuple(RunningMember(m.pod, pods[m.pod], m.requests) for m in g.members),
+                priority=g.priority,
+                start_time=started,
+                time_limit=limit,
+            )
+        )
+    return Snapshot(nodes, queues, tuple(run), tuple(pend))
+
+
+def _unbalanced_snapshot(
     spines: int, leaves: int, per_leaf: int, running: int, pending: int, occupancy: float, seed: int
 ) -> Snapshot:
+    """The first benchmark's scenario: running gangs in random queues (see build_snapshot)."""
     rng = random.Random(seed)
     names = [
         (f"s{s:02d}-l{lf:02d}-n{n:02d}", f"s{s:02d}", f"s{s:02d}-l{lf:02d}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Outcome, place
-from phalanx.core.views import PlanView
+from phalanx.core.views import PlanView, SweepMemo
 from phalanx.core.work import GangWork
 
 MAX_ATTEMPTS = 24
@@ -68,6 +68,8 @@ def earliest_start(
         total_bound = sum(bound)
     per_leaf = required_level is not None and required_level == topo.finest
     ending: set[str] = set()
+    memo = SweepMemo(len(topo.leaf_nodes))
+    dirty = memo.leaf_dirty
     final = state.final_gpu if duration == math.inf else None
 
     def clamp(n: int, value: int) -> int:
@@ -82,6 +84,7 @@ def earliest_start(
             old = state.free[n][0]
         new = old + delta
         eff[n] = new
+        dirty[leaf_of[n]] += 1
         if not usable[n]:
             return
         o, w = clamp(n, old), clamp(n, new)
@@ -147,7 +150,9 @@ def earliest_start(
                 continue
         elif per_leaf and max(leaf_gpu) < need:
             continue
-        view = PlanView(state, t, t + duration, base=base, applied=applied, leaf_gpu=leaf_gpu)
+        view = PlanView(
+            state, t, t + duration, base=base, applied=applied, leaf_gpu=leaf_gpu, memo=memo
+        )
         out = place(view, shapes, required_level, preferred_level)
         if out.assignment is not None:
             return Plan(t, out, len(ending))

@@ -15,35 +15,97 @@ from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Outcome, place
-from phalanx.core.views import LeafCache, NowView
+from phalanx.core.views import LeafCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
 
-def _fits_with(
-    state: ClusterState,
-    victims: list[RunState],
-    work: GangWork,
-    now: float,
-    cache: LeafCache,
-) -> Outcome | None:
-    """Would `work` start now if `victims` were gone? (State is restored before returning.)
+class _Search:
+    """One victim search: the gang, its candidates in order, and what the trials share."""
 
-    The shared leaf cache is safe here: every leaf a victim touches changes version both when
-    its capacity is lent and when it is taken back, so nothing computed in the simulation
-    survives it, and the other leaves are unaffected by the simulation.
-    """
-    for v in victims:
-        for n, vec in v.nodes:
-            state.change(n, vec, +1)
-    try:
-        ignore = frozenset(v.gang.id for v in victims)
-        view = NowView(state, now, now + work.duration, cache, ignore)
+    def __init__(
+        self,
+        state: ClusterState,
+        work: GangWork,
+        eligible: list[RunState],
+        now: float,
+        cache: LeafCache,
+    ) -> None:
+        self.state = state
+        self.cache = cache
+        self.work = work
+        self.eligible = eligible
+        self.now = now
+        self.trials: TrialCache = {}
+        shapes = work.shapes
+        #: Identical GPU pods: trials are first checked against a pod-count upper bound.
+        self.g = shapes[0].gpu if len(shapes) == 1 else 0
+        self.k = len(shapes[0].pods) if self.g else 0
+        self.level = work.required_level
+        topo = state.topo
+        self.of_leaf = topo.level_domain_of_leaf[self.level] if self.level is not None else None
+        #: Pods of the shape that the free GPUs of each leaf could hold (before any eviction).
+        self.leaf_pods: list[int] = []
+        if self.g:
+            g = self.g
+            self.leaf_pods = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
+
+    def fits(self, chosen: list[int]) -> Outcome | None:
+        """Would the gang start now if the candidates at `chosen` (indices) were gone?"""
+        state, work = self.state, self.work
+        extra: dict[int, list[int]] = {}
+        who: dict[int, list[int]] = {}
+        leaf_of = state.topo.leaf_of
+        for i in chosen:
+            for n, vec in self.eligible[i].nodes:
+                acc = extra.get(n)
+                if acc is None:
+                    extra[n] = list(vec)
+                else:
+                    for j, x in enumerate(vec):
+                        acc[j] += x
+                ids = who.setdefault(leaf_of[n], [])
+                if not ids or ids[-1] != i:
+                    ids.append(i)
+        if not self._may_fit(extra):
+            return None
+        ignore = frozenset(self.eligible[i].gang.id for i in chosen)
+        leaf_key = {leaf: tuple(ids) for leaf, ids in who.items()}
+        end = self.now + work.duration
+        view = TrialView(state, self.now, end, self.cache, ignore, extra, leaf_key, self.trials)
         out = place(view, work.shapes, work.required_level, work.preferred_level)
-    finally:
-        for v in victims:
-            for n, vec in v.nodes:
-                state.change(n, vec, -1)
-    return out if out.assignment is not None else None
+        return out if out.assignment is not None else None
+
+    def _may_fit(self, extra: dict[int, list[int]]) -> bool:
+        """Cheap necessary test: enough free GPUs, and for identical GPU pods enough whole pods
+        by GPU count (in one domain of the required level). Capacity respecting holds is never
+        more than free capacity, so a trial failing this would fail placement too."""
+        state = self.state
+        free, usable = state.free, state.usable
+        gpus = state.total_gpu
+        g = self.g
+        pods = list(self.leaf_pods) if g else []
+        leaf_of = state.topo.leaf_of
+        for n, vec in extra.items():
+            if not usable[n]:
+                continue
+            f = free[n][0]
+            a, b = max(0, f), max(0, f + vec[0])
+            gpus += b - a
+            if g:
+                pods[leaf_of[n]] += b // g - a // g
+        if gpus < self.work.gpus:
+            return False
+        if not g:
+            return True
+        if sum(pods) < self.k:
+            return False
+        if self.of_leaf is None:
+            return True
+        per: dict[int, int] = {}
+        for leaf, c in enumerate(pods):
+            d = self.of_leaf[leaf]
+            per[d] = per.get(d, 0) + c
+        return max(per.values(), default=0) >= self.k
 
 
 def choose_victims(
@@ -75,25 +137,26 @@ def choose_victims(
             break
     else:
         return None
-    found = _fits_with(state, eligible, work, now, cache)
+    search = _Search(state, work, eligible, now, cache)
+    found = search.fits(list(range(len(eligible))))
     if found is None:
         return None
     hi = len(eligible)
     while lo < hi:
         mid = (lo + hi) // 2
-        out = _fits_with(state, eligible[:mid], work, now, cache)
+        out = search.fits(list(range(mid)))
         if out is not None:
             hi, found = mid, out
         else:
             lo = mid + 1
-    chosen = eligible[:hi]
+    chosen = list(range(hi))
     if hi < len(eligible):
-        again = _fits_with(state, chosen, work, now, cache)
+        again = search.fits(chosen)
         assert again is not None
         found = again
     for v in list(reversed(chosen[:-1]))[:max_prune]:
-        trial = [c for c in chosen if c is not v]
-        out = _fits_with(state, trial, work, now, cache)
+        trial = [c for c in chosen if c != v]
+        out = search.fits(trial)
         if out is not None:
             chosen, found = trial, out
-    return chosen, found
+    return [eligible[i] for i in chosen], found

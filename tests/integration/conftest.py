@@ -151,16 +151,46 @@ def ensure_queue(custom: Any, name: str, spec: dict[str, Any]) -> None:
         custom.replace_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name, body)
 
 
+class SessionOperator:
+    """The shared operator: started on demand, stopped for tests that run their own."""
+
+    def __init__(self, cluster: Cluster, log_dir: Path) -> None:
+        self.cluster, self.log_dir = cluster, log_dir
+        self.proc: OperatorProcess | None = None
+
+    def running(self) -> OperatorProcess:
+        if self.proc is None or self.proc.exited():
+            self.proc = OperatorProcess(self.cluster.kubeconfig, self.log_dir, name="shared")
+            self.proc.start()
+        return self.proc
+
+    def stopped(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+            self.proc = None
+
+
 @pytest.fixture(scope="session")
-def operator(
+def session_operator(
     cluster: Cluster, phalanx_api: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OperatorProcess]:
-    """One operator for the session; tests keep to their own namespaces."""
-    proc = OperatorProcess(cluster.kubeconfig, tmp_path_factory.mktemp("operator")).start()
+) -> Iterator[SessionOperator]:
+    manager = SessionOperator(cluster, tmp_path_factory.mktemp("operator"))
     try:
-        yield proc
+        yield manager
     finally:
-        proc.stop()
+        manager.stopped()
+
+
+@pytest.fixture
+def operator(session_operator: SessionOperator) -> OperatorProcess:
+    """The shared operator, running; tests keep to their own namespaces."""
+    return session_operator.running()
+
+
+@pytest.fixture
+def no_shared_operator(session_operator: SessionOperator) -> None:
+    """For tests that start their own operators: two schedulers of one name must never race."""
+    session_operator.stopped()
 
 
 @pytest.fixture(autouse=True)

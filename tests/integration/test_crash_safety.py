@@ -93,7 +93,7 @@ def assert_no_overcommit(cluster: Cluster) -> None:
 
 
 @pytest.fixture
-def ns(namespace: str, phalanx_api: Any) -> Iterator[str]:
+def ns(namespace: str, phalanx_api: Any, no_shared_operator: None) -> Iterator[str]:
     yield namespace
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -36,11 +37,25 @@ def _error(exc: ApiException) -> ApiError:
     return ApiError(int(exc.status or 0), str(message))
 
 
-async def _drain(call: Any) -> None:
-    """Await a call made with `_preload_content=False` and read its body, so the keep-alive
-    connection goes back to the pool (an unread aiohttp response would hold it)."""
-    resp = await call
-    await resp.read()
+async def drain(call: Any) -> bytes:
+    """Await a call made with `_preload_content=False`, read its body, raise on an error status.
+
+    Reading the body returns the keep-alive connection to the pool (an unread aiohttp response
+    holds it). The client raises on error statuses only when it preloads content, so the check
+    is ours.
+    """
+    try:
+        resp = await call
+        body: bytes = await resp.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise ApiError(0, f"connection: {exc}") from exc
+    if not 200 <= resp.status <= 299:
+        try:
+            message = json.loads(body).get("message", resp.reason)
+        except (TypeError, ValueError, AttributeError):
+            message = resp.reason
+        raise ApiError(int(resp.status), str(message))
+    return body
 
 
 async def connect(kubeconfig: str | None = None) -> client.ApiClient:
@@ -75,7 +90,7 @@ class Api:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await _drain(
+            await drain(
                 self.core.create_namespaced_pod_binding(
                     pod, namespace, body, _preload_content=False
                 )
@@ -91,7 +106,7 @@ class Api:
             "deleteOptions": {"gracePeriodSeconds": grace_s},
         }
         try:
-            await _drain(
+            await drain(
                 self.core.create_namespaced_pod_eviction(
                     pod, namespace, body, _preload_content=False
                 )
@@ -101,10 +116,10 @@ class Api:
 
     async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
         try:
-            resp = await self.core.read_namespaced_pod(pod, namespace, _preload_content=False)
+            raw = await drain(self.core.read_namespaced_pod(pod, namespace, _preload_content=False))
         except ApiException as exc:
             raise _error(exc) from exc
-        data: dict[str, Any] = json.loads(await resp.read())
+        data: dict[str, Any] = json.loads(raw)
         return data
 
     async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
@@ -118,7 +133,7 @@ class Api:
 
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:
         try:
-            await _drain(
+            await drain(
                 self.core.create_namespaced_pod(namespace, dict(body), _preload_content=False)
             )
         except ApiException as exc:
@@ -128,7 +143,7 @@ class Api:
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
         try:
-            await _drain(
+            await drain(
                 self.custom.patch_namespaced_custom_object_status(
                     GROUP,
                     VERSION,
@@ -145,7 +160,7 @@ class Api:
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         try:
-            await _drain(
+            await drain(
                 self.custom.patch_cluster_custom_object_status(
                     GROUP,
                     VERSION,
@@ -182,6 +197,6 @@ class Api:
             "reportingComponent": self.component,
         }
         try:
-            await _drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
         except ApiException:
             return

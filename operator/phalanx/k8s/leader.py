@@ -19,10 +19,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from phalanx.config import OperatorConfig
-from phalanx.k8s.api import Api
+from phalanx.k8s.api import Api, ApiError, drain
 
 log = logging.getLogger("phalanx.leader")
 
@@ -59,9 +57,10 @@ class LeaseElector:
         ns, name = self.config.lease_namespace, self.config.lease_name
         coord = self.api.coordination
         try:
-            resp = await coord.read_namespaced_lease(name, ns, _preload_content=False)
-            lease: dict[str, Any] = json.loads(await resp.read())
-        except ApiException as exc:
+            lease: dict[str, Any] = json.loads(
+                await drain(coord.read_namespaced_lease(name, ns, _preload_content=False))
+            )
+        except ApiError as exc:
             if exc.status != 404:
                 raise
             await self._write(None)
@@ -103,15 +102,17 @@ class LeaseElector:
         started = time.monotonic()
         try:
             if lease is None:
-                await self.api.coordination.create_namespaced_lease(
-                    ns, body, _preload_content=False
+                await drain(
+                    self.api.coordination.create_namespaced_lease(ns, body, _preload_content=False)
                 )
             else:
                 body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
-                await self.api.coordination.replace_namespaced_lease(
-                    name, ns, body, _preload_content=False
+                await drain(
+                    self.api.coordination.replace_namespaced_lease(
+                        name, ns, body, _preload_content=False
+                    )
                 )
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status in (409, 422):
                 return  # someone else wrote first; we read again next round
             raise

@@ -150,6 +150,8 @@ async def run_operator(
     faults = FaultInjection()
     if os.environ.get("PHALANX_FAULT_DIE_AFTER_BINDS"):
         faults.die_after_binds = int(os.environ["PHALANX_FAULT_DIE_AFTER_BINDS"])
+    if os.environ.get("PHALANX_FAULT_BIND_DELAY_S"):
+        faults.bind_delay_s = float(os.environ["PHALANX_FAULT_BIND_DELAY_S"])
     source = IndexSource()
     scheduler = Scheduler(config, api, source, metrics, leader, faults=faults)
     registry = build_registry(config, source, scheduler.poke)

@@ -84,11 +84,15 @@ class FaultInjection:
     """
 
     die_after_binds: int | None = None
+    bind_delay_s: float = 0.0
+    """PHALANX_FAULT_BIND_DELAY_S: slow every bind down, so a test can act mid-bind."""
     issued: int = 0
     finished: int = 0
     die: Callable[[], None] = field(default=lambda: __import__("os")._exit(137))
 
     async def before_bind(self) -> None:
+        if self.bind_delay_s:
+            await asyncio.sleep(self.bind_delay_s)
         if self.die_after_binds is None:
             return
         if self.issued >= self.die_after_binds:
@@ -423,8 +427,14 @@ class Scheduler:
         for pod in bound:
             self.assumed.pop(pod.key, None)
             if pod.controlled:
-                with contextlib.suppress(ApiError):
-                    await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+                # Evicted, not plainly deleted: the eviction marks the pod DisruptionTarget, so a
+                # Job's podFailurePolicy can ignore it instead of counting a failure.
+                try:
+                    await self.api.evict(pod.namespace, pod.name, 0)
+                except ApiError as exc:
+                    if exc.status == 429:
+                        with contextlib.suppress(ApiError):
+                            await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
                 continue
             try:
                 body = await self.api.read_pod(pod.namespace, pod.name)

@@ -74,6 +74,11 @@ def build_view(
     half_life: float,
     now: float,
 ) -> View:
+    nodes = list(nodes)
+    node_names = {n.name for n in nodes}
+    # A pod bound to a node that no longer exists is lost: it holds nothing, and its gang is
+    # short of a member (the kubelet is gone; PodGC would delete the pod later anyway).
+    pods = [p for p in pods if p.node_name is None or p.node_name in node_names or p.terminal]
     group_by_key = {g.key: g for g in groups}
     gangs: dict[str, Gang] = {k: Gang(k, g) for k, g in group_by_key.items()}
     orphans: list[PodRec] = []

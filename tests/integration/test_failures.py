@@ -1,0 +1,258 @@
+"""Failure injection: a pod deleted mid-bind, a node lost under a running gang, the API server
+restarted, the leader killed. Each time the gang recovers whole or re-queues whole, and the
+operator keeps working."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phalanx.devcluster import cluster as devcluster
+from phalanx.devcluster.binaries import Binaries, cache_root
+from tests.integration.conftest import TEST_CLUSTER, Cluster
+from tests.integration.objects import gang_job, gang_pod, pod_group
+from tests.integration.operator_fixture import OperatorProcess
+from tests.integration.test_crash_safety import BindWatch, assert_no_overcommit
+from tests.integration.test_operator_gangs import (
+    group_status,
+    nodes_of,
+    submit_gang,
+    wait_bound_whole,
+)
+from tests.integration.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ns(namespace: str, phalanx_api: Any, no_shared_operator: None) -> Iterator[str]:
+    yield namespace
+
+
+def _evicted_reason(custom: Any, ns: str, name: str) -> str | None:
+    cond = next(
+        (c for c in group_status(custom, ns, name).get("conditions", []) if c["type"] == "Evicted"),
+        None,
+    )
+    return cond["reason"] if cond and cond["status"] == "True" else None
+
+
+def test_a_pod_deleted_mid_bind_rolls_the_gang_back_and_it_requeues_whole(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    custom = phalanx_api
+    op = OperatorProcess(
+        cluster.kubeconfig, tmp_path, env={"PHALANX_FAULT_BIND_DELAY_S": "2"}
+    ).start()
+    try:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("job", 4)
+        )
+        cluster.batch.create_namespaced_job(ns, gang_job("job", "job", 4, 8))
+        wait_for(
+            lambda: group_status(custom, ns, "job").get("phase") == "Binding",
+            timeout=30,
+            what="the gang to enter Binding (binds slowed to 2 s)",
+        )
+        victim = sorted(nodes_of(cluster, ns, "job"))[0]
+        cluster.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
+        wait_for(
+            lambda: _evicted_reason(custom, ns, "job") == "BindFailed",
+            timeout=30,
+            what="the gang to be rolled back with Evicted/BindFailed",
+        )
+        # The Job replaces the deleted and the rolled-back pods; the gang binds whole again.
+        wait_for(
+            lambda: (n := nodes_of(cluster, ns, "job")) and len(n) == 4 and all(n.values()),
+            timeout=180,
+            what="the re-queued gang to be bound whole",
+        )
+        assert_no_overcommit(cluster)
+    finally:
+        op.stop()
+
+
+def test_a_node_lost_under_a_running_gang_evicts_it_whole_and_it_runs_again(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    custom = phalanx_api
+    op = OperatorProcess(cluster.kubeconfig, tmp_path).start()
+    lost_body: dict[str, Any] | None = None
+    try:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("job", 4)
+        )
+        cluster.batch.create_namespaced_job(ns, gang_job("job", "job", 4, 8))
+        placed = wait_bound_whole(cluster, ns, "job", 4)
+        lost = sorted(placed.values())[0]
+        node = cluster.api_client.sanitize_for_serialization(cluster.core.read_node(lost))
+        lost_body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                k: node["metadata"][k]
+                for k in ("name", "labels", "annotations")
+                if k in node["metadata"]
+            },
+            "spec": {k: v for k, v in node.get("spec", {}).items() if k == "taints"},
+            "status": {
+                "capacity": node["status"]["capacity"],
+                "allocatable": node["status"]["allocatable"],
+            },
+        }
+        cluster.core.delete_node(lost)
+        wait_for(
+            lambda: _evicted_reason(custom, ns, "job") == "MemberFailed",
+            timeout=60,
+            what="the gang to be evicted whole with Evicted/MemberFailed",
+        )
+        placed = wait_for(
+            lambda: (
+                (n := nodes_of(cluster, ns, "job"))
+                and len(n) == 4
+                and all(n.values())
+                and lost not in n.values()
+                and n
+            ),
+            timeout=180,
+            what="the gang to run again, whole, without the lost node",
+        )
+        assert lost not in placed.values()
+        assert_no_overcommit(cluster)
+    finally:
+        op.stop()
+        if lost_body is not None:
+            cluster.core.create_node(lost_body)
+            wait_for(
+                lambda: any(
+                    c.type == "Ready" and c.status == "True"
+                    for c in (
+                        cluster.core.read_node(lost_body["metadata"]["name"]).status.conditions
+                        or []
+                    )
+                ),
+                timeout=60,
+                what="the lost node to come back Ready",
+            )
+
+
+def _restart_control_plane() -> None:
+    """kwokctl stop/start of the session's own cluster (etcd keeps the data)."""
+    import subprocess
+
+    bins = Binaries(cache_root() / "bin")
+    env = devcluster._env(bins)
+    for verb in ("stop", "start"):
+        result = subprocess.run(
+            [str(bins.path("kwokctl")), verb, "cluster", "--name", TEST_CLUSTER],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+
+
+def test_the_operator_keeps_working_across_an_api_server_restart(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    if cluster.kubeconfig != devcluster.kubeconfig_path(TEST_CLUSTER):
+        pytest.fail("this test restarts the control plane: run it on the session's own cluster")
+    custom = phalanx_api
+    op = OperatorProcess(cluster.kubeconfig, tmp_path).start()
+    try:
+        submit_gang(cluster, custom, ns, "before", 2, 8)
+        wait_bound_whole(cluster, ns, "before", 2)
+        _restart_control_plane()
+        wait_for(
+            lambda: _api_answers(cluster),
+            timeout=120,
+            what="the API server to answer again after the restart",
+        )
+        submit_gang(cluster, custom, ns, "after", 2, 8)
+        wait_bound_whole(cluster, ns, "after", 2)
+        assert not op.exited(), op.tail()
+        assert all(nodes_of(cluster, ns, "before").values())
+    finally:
+        op.stop()
+
+
+def _api_answers(cluster: Cluster) -> bool:
+    """Core and our CRD endpoints both served (CRD paths come up last after a restart)."""
+    try:
+        cluster.core.list_namespace(limit=1)
+        __import__("kubernetes").client.CustomObjectsApi(
+            cluster.api_client
+        ).list_cluster_custom_object("phalanx.dev", "v1alpha1", "queues")
+    except Exception:
+        return False
+    return True
+
+
+def test_two_replicas_one_leader_hands_over_when_killed(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    custom = phalanx_api
+    lease = (
+        "--leader-election",
+        "--lease-namespace",
+        ns,
+        "--lease-duration",
+        "6",
+        "--renew-deadline",
+        "4",
+        "--retry-period",
+        "1",
+    )
+    ops = [
+        OperatorProcess(cluster.kubeconfig, tmp_path, name=f"replica{i}", extra_args=lease).start()
+        for i in range(2)
+    ]
+    coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
+
+    def holder() -> str | None:
+        try:
+            spec = coordination.read_namespaced_lease("phalanx-scheduler", ns).spec
+        except Exception:
+            return None
+        return str(spec.holder_identity) if spec.holder_identity else None
+
+    try:
+        with BindWatch(cluster, ns) as binds:
+            first = wait_for(holder, timeout=30, what="one replica to take the lease")
+            leader = next(o for o in ops if o.proc and first.endswith(f"-{o.proc.pid}"))
+            submit_gang(cluster, custom, ns, "one", 4, 8)
+            wait_bound_whole(cluster, ns, "one", 4)
+
+            leader.kill()
+            killed_at = time.monotonic()
+            second = wait_for(
+                lambda: (h := holder()) and h != first and h,
+                timeout=60,
+                what="the other replica to take the lease over",
+            )
+            handover = time.monotonic() - killed_at
+            print(f"leader handover after kill: {handover:.1f}s (lease duration 6 s)")
+            assert handover <= 6 + 5, f"handover took {handover:.1f}s"
+            submit_gang(cluster, custom, ns, "two", 4, 8)
+            wait_bound_whole(cluster, ns, "two", 4)
+            survivor = next(o for o in ops if o is not leader)
+            assert f"-{survivor.proc.pid}" in second  # type: ignore[union-attr]
+        assert not binds.double, binds.double
+        metrics = survivor.metrics()
+        ok = [
+            line
+            for line in metrics.splitlines()
+            if line.startswith('phalanx_binds_total{result="ok"}')
+        ]
+        assert ok and float(ok[0].split()[-1]) == 4.0, f"the survivor bound {ok}: expected 4"
+        (tmp_path / "handover.json").write_text(json.dumps({"handover_s": handover}))
+    finally:
+        for o in ops:
+            o.stop()

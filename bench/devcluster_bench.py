@@ -58,7 +58,8 @@ def measure(shape_name: str) -> dict[str, float]:
         mems.append(rss_mib(devcluster.processes_under(devcluster.cluster_dir(name))))
         devcluster.down(name=name, log=lambda _m: None)
         print(
-            f"{shape_name} run {run + 1}/{RUNS}: up {ups[-1]:.1f}s, control plane {mems[-1]:.0f} MiB",
+            f"{shape_name} run {run + 1}/{RUNS}: up {ups[-1]:.1f}s, "
+            f"control plane {mems[-1]:.0f} MiB",
             file=sys.stderr,
         )
     return {

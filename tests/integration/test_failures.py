@@ -15,7 +15,7 @@ import pytest
 from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster.binaries import Binaries, cache_root
 from tests.integration.conftest import TEST_CLUSTER, Cluster
-from tests.integration.objects import gang_job, gang_pod, pod_group
+from tests.integration.objects import gang_job, pod_group
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_crash_safety import BindWatch, assert_no_overcommit
 from tests.integration.test_operator_gangs import (

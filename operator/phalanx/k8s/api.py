@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from kubernetes_asyncio import client, config
@@ -68,6 +68,27 @@ async def connect(kubeconfig: str | None = None) -> client.ApiClient:
         await config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
         conf.connection_pool_maxsize = 64
         return client.ApiClient(configuration=conf)
+
+
+class ClusterWrites(Protocol):
+    """What the scheduling loop needs from the API server: the seam its unit tests fake."""
+
+    async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None: ...
+    async def evict(self, namespace: str, pod: str, grace_s: int) -> None: ...
+    async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]: ...
+    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None: ...
+    async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None: ...
+    async def patch_group_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None: ...
+    async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
+    async def event(
+        self,
+        involved: Mapping[str, str],
+        reason: str,
+        message: str,
+        kind_of_event: str = "Normal",
+    ) -> None: ...
 
 
 class Api:

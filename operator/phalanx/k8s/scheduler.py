@@ -32,7 +32,7 @@ from phalanx.core import (
     accrue_usage,
     schedule,
 )
-from phalanx.k8s.api import Api, ApiError
+from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import GroupRec, NodeRec, PodRec, QueueRec
 from phalanx.k8s.status import (
@@ -110,7 +110,7 @@ class Scheduler:
     def __init__(
         self,
         config: OperatorConfig,
-        api: Api,
+        api: ClusterWrites,
         source: Source,
         metrics: Metrics | None = None,
         leader: LeaderGate | None = None,

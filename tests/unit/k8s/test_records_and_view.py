@@ -1,0 +1,153 @@
+"""From API bodies to the core snapshot: requests, group membership, gang states, capacity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from phalanx.k8s.records import group_record, node_record, pod_record, queue_record
+from phalanx.k8s.view import build_view
+from phalanx.quantity import QuantityError, format_units, parse, to_units
+
+
+def node(name: str, gpus: int | None = 8, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    alloc = {"cpu": "96", "memory": "1Ti", "pods": "110"}
+    if gpus is not None:
+        alloc["nvidia.com/gpu"] = str(gpus)
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {},
+        "status": {
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    group: str | None = None,
+    gpus: int = 8,
+    node_name: str | None = None,
+    scheduler: str = "phalanx",
+    phase: str = "Pending",
+    label_key: str = "phalanx.dev/pod-group",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {}}
+    if group and label_key == "scheduling.k8s.io/group-name":
+        meta["annotations"] = {label_key: group}
+    elif group:
+        meta["labels"][label_key] = group
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def group(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"g-{name}"},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+def view(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]]
+) -> Any:
+    return build_view(
+        nodes=[node_record(n) for n in nodes],
+        pods=[pod_record(p) for p in pods],
+        groups=[group_record(g) for g in groups],
+        queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
+        priority_classes={},
+        scheduler_name="phalanx",
+        assumed={},
+        evicting=set(),
+        usage={},
+        half_life=3600,
+        now=1000.0,
+    )
+
+
+def test_quantities_convert_exactly_to_core_units() -> None:
+    assert to_units("cpu", "500m") == 500
+    assert to_units("cpu", "2") == 2000
+    assert to_units("memory", "64Gi") == 64 * 2**30
+    assert to_units("memory", "1.5k") == 1500
+    assert to_units("nvidia.com/gpu", 8) == 8
+    assert format_units("cpu", 1500) == "1500m"
+    assert format_units("cpu", 2000) == "2"
+    assert parse("1e3") == 1000
+    with pytest.raises(QuantityError):
+        parse("eight")
+
+
+def test_effective_requests_follow_the_kube_scheduler() -> None:
+    body = pod("p")
+    body["spec"]["containers"].append(
+        {"name": "side", "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}}}
+    )
+    body["spec"]["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "4"}}}]
+    body["spec"]["overhead"] = {"cpu": "100m"}
+    rec = pod_record(body)
+    assert rec.requests["nvidia.com/gpu"] == 9  # 8 + limits-only 1
+    assert rec.requests["cpu"] == 4100  # max(init 4, containers 1) + overhead
+    assert rec.requests["pods"] == 1
+
+
+@pytest.mark.parametrize(
+    "label_key",
+    ["phalanx.dev/pod-group", "scheduling.x-k8s.io/pod-group", "scheduling.k8s.io/group-name"],
+)
+def test_pods_join_groups_by_ours_scheduler_plugins_or_volcano_labels(label_key: str) -> None:
+    v = view([node("n1")], [pod("a", group="g", label_key=label_key)], [group("g", 1)])
+    assert [p.name for p in v.gangs["ns/g"].pods] == ["a"]
+
+
+def test_a_pod_without_group_is_a_gang_of_one_and_a_missing_group_is_an_orphan() -> None:
+    v = view([node("n1")], [pod("solo"), pod("lost", group="nope")], [])
+    assert "ns/solo" in v.pending
+    assert [p.name for p in v.orphans] == ["lost"]
+
+
+def test_gang_states_running_pending_partial() -> None:
+    pods = [
+        pod("r0", group="run", node_name="n1"),
+        pod("r1", group="run", node_name="n1", gpus=0),
+        pod("p0", group="wait"),
+        pod("h0", group="half", node_name="n2"),
+        pod("h1", group="half"),
+    ]
+    v = view([node("n1"), node("n2")], pods, [group("run", 2), group("wait", 1), group("half", 2)])
+    assert v.running == {"ns/run"}
+    assert v.pending == {"ns/wait"}
+    assert v.partial == {"ns/half"}
+
+
+def test_other_schedulers_pods_count_as_used_and_lost_nodes_free_nothing() -> None:
+    pods = [
+        pod("other", scheduler="default-scheduler", node_name="n1", gpus=3),
+        pod("done", scheduler="default-scheduler", node_name="n1", gpus=5, phase="Succeeded"),
+        pod("ghost", group="g", node_name="gone"),
+    ]
+    v = view([node("n1")], pods, [group("g", 1)])
+    (n1,) = v.snapshot.nodes
+    assert n1.used == {"nvidia.com/gpu": 3, "pods": 1}
+    assert "ns/g" not in v.running  # its only pod sat on a node that no longer exists
+
+
+def test_gpu_count_label_is_the_fallback_for_gpus() -> None:
+    rec = node_record(node("n", gpus=None, labels={"nvidia.com/gpu.count": "4"}))
+    assert rec.allocatable["nvidia.com/gpu"] == 4
+
+
+def test_bad_quantities_become_errors_on_the_record_not_exceptions() -> None:
+    g = group_record(group("g", 1, minResources={"nvidia.com/gpu": "lots"}))
+    assert g.error is not None and "minResources" in g.error
+    q = queue_record({"metadata": {"name": "q"}, "spec": {"guarantee": {"cpu": "x"}}})
+    assert q.error is not None

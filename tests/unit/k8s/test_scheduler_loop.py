@@ -1,0 +1,123 @@
+"""The scheduling loop against a fake API: the bind protocol's order, retries and rollback.
+
+The real API server tests cover the same promises end to end; these pin down the protocol's
+steps exactly, which a real cluster can only show through timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.config import build_config
+from phalanx.k8s.api import ApiError
+from phalanx.k8s.records import group_record, node_record, pod_record, queue_record
+from phalanx.k8s.scheduler import Records, Scheduler
+from tests.unit.k8s.test_records_and_view import group, node, pod
+
+
+class FakeApi:
+    def __init__(self, failing: set[str] | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.failing = failing or set()
+        self.pods: dict[str, dict[str, Any]] = {}
+
+    async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
+        self.calls.append(("bind", pod))
+        if pod in self.failing:
+            raise ApiError(500, "injected")
+
+    async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
+        self.calls.append(("evict", pod))
+
+    async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
+        self.calls.append(("read", pod))
+        if pod in self.pods:
+            raise ApiError(404, "gone")  # deleted: the rollback's wait ends at once
+        self.pods[pod] = {
+            "metadata": {"name": pod, "uid": "u", "resourceVersion": "1"},
+            "spec": {"nodeName": "n1", "containers": []},
+        }
+        return self.pods[pod]
+
+    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
+        self.calls.append(("delete", pod))
+
+    async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:
+        assert "nodeName" not in body["spec"] and "uid" not in body["metadata"]
+        self.calls.append(("create", body["metadata"]["name"]))
+
+    async def patch_group_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        self.calls.append(("status", str(status.get("phase"))))
+        if "conditions" in status:
+            for c in status["conditions"]:
+                if c["type"] == "Evicted" and c["status"] == "True":
+                    self.calls.append(("evicted", c["reason"]))
+
+    async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
+        pass
+
+    async def event(
+        self, involved: Mapping[str, str], reason: str, message: str, kind_of_event: str = "Normal"
+    ) -> None:
+        pass
+
+
+class ListSource:
+    def __init__(self, pods: list[dict[str, Any]], groups: list[dict[str, Any]]) -> None:
+        self._records = Records(
+            nodes=[node_record(node("n1")), node_record(node("n2"))],
+            pods=[pod_record(p) for p in pods],
+            groups=[group_record(g) for g in groups],
+            queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
+            priority_classes={},
+        )
+
+    def records(self) -> Records:
+        return self._records
+
+
+class NotLeader:
+    def may_act(self) -> bool:
+        return False
+
+
+def run(api: FakeApi, leader: Any = None, deadline: float = 0.3) -> Scheduler:
+    source = ListSource([pod("a", group="g"), pod("b", group="g")], [group("g", 2)])
+    cfg = build_config(bind_deadline_s=deadline, metrics_port=0, health_port=0)
+    sched = Scheduler(cfg, api, source, leader=leader, clock=lambda: 1000.0)
+    asyncio.run(sched.cycle())
+    return sched
+
+
+def test_the_decision_is_recorded_before_any_bind_and_the_gang_binds_whole() -> None:
+    api = FakeApi()
+    sched = run(api)
+    kinds = [c for c in api.calls if c[0] in ("status", "bind")]
+    assert kinds[0] == ("status", "Binding")
+    assert sorted(c[1] for c in kinds if c[0] == "bind") == ["a", "b"]
+    assert ("status", "Running") in api.calls
+    # Held until the watch shows the pods bound: two 8-GPU pods on the two 8-GPU nodes.
+    assert set(sched.assumed) == {"ns/a", "ns/b"}
+    assert set(sched.assumed.values()) == {"n1", "n2"}
+
+
+def test_a_member_that_cannot_bind_by_the_deadline_rolls_the_whole_gang_back() -> None:
+    api = FakeApi(failing={"b"})
+    sched = run(api)
+    binds_of_b = [c for c in api.calls if c == ("bind", "b")]
+    assert len(binds_of_b) >= 2, "a failed bind is retried against the held reservation"
+    # `a` was bound: it is deleted and, being a bare pod, recreated from its spec.
+    assert ("delete", "a") in api.calls and ("create", "a") in api.calls
+    assert ("evicted", "BindFailed") in api.calls
+    assert ("status", "Running") not in api.calls
+    assert sched.assumed == {}
+
+
+def test_a_replica_that_is_not_leader_never_binds() -> None:
+    api = FakeApi()
+    run(api, leader=NotLeader())
+    assert not [c for c in api.calls if c[0] in ("bind", "status", "evict")]

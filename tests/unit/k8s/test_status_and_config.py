@@ -1,0 +1,57 @@
+"""Status bodies are written only when they change; configuration is refused with clear words."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.config import ConfigError, build_config, parse_topology
+from phalanx.k8s.status import condition, diff
+
+
+def test_diff_names_only_changed_fields_and_nulls_removed_ones() -> None:
+    current = {"phase": "Pending", "queuePosition": 3, "estimatedStartTime": "x"}
+    desired = {"phase": "Pending", "queuePosition": 2, "estimatedStartTime": None, "bound": 0}
+    assert diff(current, desired) == {"queuePosition": 2, "estimatedStartTime": None, "bound": 0}
+    assert diff(current, {"phase": "Pending"}) == {}
+
+
+def test_condition_keeps_its_transition_time_until_status_or_reason_changes() -> None:
+    first = condition({}, "Scheduled", "False", "InsufficientCapacity", "needs 8", now=100)
+    previous = {"conditions": [first]}
+    same = condition(previous, "Scheduled", "False", "InsufficientCapacity", "needs 9", now=200)
+    assert same["lastTransitionTime"] == first["lastTransitionTime"]
+    moved = condition(previous, "Scheduled", "True", "Scheduled", "bound", now=300)
+    assert moved["lastTransitionTime"] != first["lastTransitionTime"]
+
+
+def test_config_defaults_make_the_documented_policy() -> None:
+    cfg = build_config()
+    policy = cfg.to_policy()
+    assert [lv.name for lv in policy.topology_levels] == ["spine", "leaf"]
+    assert policy.backfill_depth == 100
+    assert cfg.scheduler_name == "phalanx"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"bind_concurrency": 0}, "bind_concurrency"),
+        ({"cycle_interval_s": -1}, "cycle_interval_s"),
+        ({"topology_levels": (("leaf", "a/b"), ("leaf", "c"))}, "must be unique"),
+        ({"topology_levels": (("Leaf!", "a/b"),)}, "DNS label"),
+        ({"retry_period_s": 20}, "retry period < renew deadline < lease duration"),
+        ({"member_failure": "ignore"}, "member_failure"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_bad_configuration_is_refused_naming_the_setting(
+    values: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_config(**values)
+
+
+def test_topology_flag_parses_and_rejects_malformed_parts() -> None:
+    assert parse_topology("spine=a/s, leaf=a/l") == (("spine", "a/s"), ("leaf", "a/l"))
+    with pytest.raises(ConfigError, match="NAME=LABEL_KEY"):
+        parse_topology("spine")

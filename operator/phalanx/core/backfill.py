@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Outcome, place
-from phalanx.core.views import PlanView, SweepMemo
+from phalanx.core.views import NodeCache, PlanCache, PlanNodeCache, PlanView, SweepMemo
 from phalanx.core.work import GangWork
 
 MAX_ATTEMPTS = 24
@@ -38,72 +38,61 @@ class Plan:
 
 
 def earliest_start(
-    state: ClusterState, work: GangWork, now: float, until: float = math.inf
+    state: ClusterState,
+    work: GangWork,
+    now: float,
+    until: float = math.inf,
+    cache: PlanCache | None = None,
+    node_cache: NodeCache | None = None,
+    plan_nodes: PlanNodeCache | None = None,
 ) -> Plan | None:
     """Earliest start at or after now (never before a release), or None if the timeline never
-    frees enough (e.g. the capacity is held by gangs without a time limit)."""
+    frees enough (e.g. the capacity is held by gangs without a time limit). `cache` carries leaf
+    capacities from one sweep to the next (see `SweepMemo`)."""
     shapes, duration = work.shapes, work.duration
     required_level, preferred_level = work.required_level, work.preferred_level
     events = state.events
     holds = state.hold_events
     if not events and not any(d > 0 for _, _, d in holds):
         return None
+    if until < math.inf:
+        # Upper bound on the GPUs free by `until`: free now plus what is released by then
+        # (holds only take away). Most "capacity being freed now" checks end here.
+        extra = 0
+        for ev in events:
+            if ev.time > until:
+                break
+            extra += ev.vec[0]
+        if state.total_gpu + extra < work.gpus:
+            return None
     topo = state.topo
     usable = state.usable
     leaf_of = topo.leaf_of
     need = work.gpus
-    base: dict[int, list[int]] = {}
-    applied: dict[int, int] = {}
-    #: GPUs per touched node at the sweep time: base minus holds active then (may be < 0).
-    eff: dict[int, int] = {}
+    #: GPUs per node at the sweep time: free plus releases minus holds active then (may be < 0).
+    eff = [v[0] for v in state.free]
     leaf_gpu = list(state.leaf_gpu)
     total = state.total_gpu
     homog = len(shapes) == 1 and shapes[0].gpu > 0
     g = shapes[0].gpu if homog else 1
     k = len(shapes[0].pods) if homog else 0
-    bound: list[int] = []
+    bound = [0] * len(leaf_gpu)
     total_bound = 0
     if homog:
         bound = [sum(c * (v // g) for v, c in hist.items()) for hist in state.leaf_hist]
         total_bound = sum(bound)
     per_leaf = required_level is not None and required_level == topo.finest
-    ending: set[str] = set()
-    memo = SweepMemo(len(topo.leaf_nodes))
+    memo = SweepMemo(len(topo.leaf_nodes), len(eff), cache, node_cache, plan_nodes)
     dirty = memo.leaf_dirty
-    final = state.final_gpu if duration == math.inf else None
-
-    def clamp(n: int, value: int) -> int:
-        if final is not None and final[n] < value:
-            value = final[n]
-        return max(0, value)
-
-    def shift(n: int, delta: int) -> None:
-        nonlocal total, total_bound
-        old = eff.get(n)
-        if old is None:
-            old = state.free[n][0]
-        new = old + delta
-        eff[n] = new
-        dirty[leaf_of[n]] += 1
-        if not usable[n]:
-            return
-        o, w = clamp(n, old), clamp(n, new)
-        if o != w:
-            leaf = leaf_of[n]
-            leaf_gpu[leaf] += w - o
-            total += w - o
-            if homog:
-                d = w // g - o // g
-                bound[leaf] += d
-                total_bound += d
-
-    if final is not None:
+    node_dirty = memo.node_dirty
+    # A gang that never ends can use at most what a node will ever have free (`final_gpu`).
+    cap = state.final_gpu if duration == math.inf else None
+    if cap is not None:
         # The aggregates above counted free GPUs; cap the nodes held forever.
         for n in sorted(state.forever_held):
             if usable[n]:
-                before = max(0, state.free[n][0])
-                eff[n] = state.free[n][0]
-                after = clamp(n, eff[n])
+                before = max(0, eff[n])
+                after = max(0, min(cap[n], eff[n]))
                 if after != before:
                     leaf = leaf_of[n]
                     leaf_gpu[leaf] += after - before
@@ -116,33 +105,55 @@ def earliest_start(
     attempts = 0
     i, count = 0, len(events)
     h, hcount = 0, len(holds)
+    inf = math.inf
     while i < count or h < hcount:
         # Next moment the picture changes: a release, or a hold starting or ending.
-        t_event = events[i].time if i < count else math.inf
-        t_hold = holds[h][0] if h < hcount else math.inf
-        t = max(now, min(t_event, t_hold))
+        t_event = events[i].time if i < count else inf
+        t_hold = holds[h][0] if h < hcount else inf
+        t = t_event if t_event < t_hold else t_hold
+        if t < now:
+            t = now
         if t > until:
             return None
         grew = False
-        while h < hcount and holds[h][0] <= t:
-            _, n, delta = holds[h]
-            h += 1
-            shift(n, delta)
-            grew = grew or delta > 0
-        while i < count and events[i].time <= t:
-            ev = events[i]
-            i += 1
-            n = ev.node
-            ending.add(ev.gang)
-            b = base.get(n)
-            if b is None:
-                b = base[n] = list(state.free[n])
-            for j, v in enumerate(ev.vec):
-                if v:
-                    b[j] += v
-            applied[n] = applied.get(n, 0) + 1
-            shift(n, ev.vec[0])
-            grew = True
+        # Apply every hold change and release at or before t to the per-node GPUs and the
+        # aggregates (each node clamped to [0, cap]); this loop is the sweep's main cost.
+        while True:
+            if h < hcount and holds[h][0] <= t:
+                _, n, delta = holds[h]
+                h += 1
+                if delta > 0:
+                    grew = True
+            elif i < count and events[i].time <= t:
+                ev = events[i]
+                i += 1
+                n, delta = ev.node, ev.vec[0]
+                grew = True
+            else:
+                break
+            old = eff[n]
+            new = old + delta
+            eff[n] = new
+            leaf = leaf_of[n]
+            dirty[leaf] += 1
+            node_dirty[n] += 1
+            if not usable[n]:
+                continue
+            if cap is not None:
+                c = cap[n]
+                o = c if old > c else old
+                w = c if new > c else new
+            else:
+                o, w = old, new
+            o = o if o > 0 else 0
+            w = w if w > 0 else 0
+            if o != w:
+                leaf_gpu[leaf] += w - o
+                total += w - o
+                if homog:
+                    d = w // g - o // g
+                    bound[leaf] += d
+                    total_bound += d
         if not grew or total < need:
             continue
         if homog:
@@ -150,12 +161,10 @@ def earliest_start(
                 continue
         elif per_leaf and max(leaf_gpu) < need:
             continue
-        view = PlanView(
-            state, t, t + duration, base=base, applied=applied, leaf_gpu=leaf_gpu, memo=memo
-        )
+        view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo)
         out = place(view, shapes, required_level, preferred_level)
         if out.assignment is not None:
-            return Plan(t, out, len(ending))
+            return Plan(t, out, len({events[j].gang for j in range(i)}))
         attempts += 1
         if attempts >= MAX_ATTEMPTS:
             return None

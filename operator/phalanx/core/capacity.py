@@ -63,6 +63,10 @@ class ClusterState:
         self.spine_gpu = [0] * len(topo.spine_leaves)
         self.leaf_hist: list[dict[int, int]] = [{} for _ in range(nleaves)]
         self.leaf_version = [0] * nleaves
+        #: Per node, a stamp that changes whenever anything about the node changes (free
+        #: capacity, releases, holds); stamps are never reused, so they key per-node caches.
+        self.node_version = [0] * len(free)
+        self._tick = 0
         self.total_gpu = 0
         for n, vec in enumerate(free):
             if usable[n]:
@@ -89,6 +93,10 @@ class ClusterState:
         self.hold_events: list[tuple[float, int, int]] = []
         self.hold_count = 0
 
+    def _touch(self, n: int) -> None:
+        self._tick += 1
+        self.node_version[n] = self._tick
+
     # -- free capacity now ---------------------------------------------------------------------
 
     def change(self, n: int, vec: list[int], sign: int) -> None:
@@ -101,6 +109,7 @@ class ClusterState:
                 free[i] += sign * v
         leaf = self.topo.leaf_of[n]
         self.leaf_version[leaf] += 1
+        self._touch(n)
         if not self.usable[n]:
             return
         new = max(0, free[0])
@@ -128,6 +137,7 @@ class ClusterState:
         self.events.insert(i, rel)
         self.final_gpu[n] += vec[0]
         self.leaf_version[self.topo.leaf_of[n]] += 1
+        self._touch(n)
 
     def drop_releases(self, gang: str, nodes: list[int]) -> None:
         """Forget `gang`'s planned releases (it is evicted: it gives back earlier, once)."""
@@ -135,6 +145,7 @@ class ClusterState:
             self.final_gpu[n] -= sum(r.vec[0] for r in self.releases[n] if r.gang == gang)
             self.releases[n] = [r for r in self.releases[n] if r.gang != gang]
             self.leaf_version[self.topo.leaf_of[n]] += 1
+            self._touch(n)
         keep = [i for i, r in enumerate(self.events) if r.gang != gang]
         if len(keep) != len(self.events):
             self.events = [self.events[i] for i in keep]
@@ -154,6 +165,7 @@ class ClusterState:
             self.final_gpu[n] -= vec[0]
             self.forever_held.add(n)
         self.leaf_version[leaf] += 1
+        self._touch(n)
         self.hold_count += 1
 
     def window_capacity(

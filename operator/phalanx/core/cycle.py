@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from phalanx.core.backfill import Plan, earliest_start
 from phalanx.core.capacity import ClusterState
@@ -38,14 +39,14 @@ from phalanx.core.model import (
     Snapshot,
 )
 from phalanx.core.ordering import GangKey, gang_order, queue_key
-from phalanx.core.placement import Outcome, place
+from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.preemption import preemption_candidates
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
 from phalanx.core.reclaim import can_reclaim, keeps_victim_share, reclaim_candidates
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.victims import choose_victims
-from phalanx.core.views import LeafCache, NowView
+from phalanx.core.views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
 from phalanx.core.work import GangWork, QueueState, RunState
 
 
@@ -68,6 +69,11 @@ class _Cycle:
     failed: dict[tuple[int, int | None, int | None], list[tuple[float, int]]] = field(
         default_factory=dict
     )
+    #: Leaf capacities at future times, shared by the backfill sweeps (see `SweepMemo`).
+    plan_cache: PlanCache = field(default_factory=dict)
+    #: Per-node answers: now (shared by every view of the present) and at sweep times.
+    node_cache: NodeCache = field(default_factory=dict)
+    plan_nodes: PlanNodeCache = field(default_factory=dict)
     #: Leaf capacities ignoring holds (to tell "reserved" from "too small" in messages).
     loose_cache: LeafCache = field(default_factory=dict)
     #: Eviction searches that found nothing: key → [(pods, duration)].
@@ -159,7 +165,7 @@ class Scheduler:
             out = Outcome(None)
         else:
             out = place(
-                NowView(self.state, self.now, end, self.c.cache),
+                NowView(self.state, self.now, end, self.c.cache, node_cache=self.c.node_cache),
                 w.shapes,
                 w.required_level,
                 w.preferred_level,
@@ -276,7 +282,7 @@ class Scheduler:
             cands = reclaim_candidates(w, prep.running, prep.queues, now)
             if cands:
                 guard = keeps_victim_share(prep.queues)
-                got = choose_victims(self.state, w, cands, guard, now, self.c.cache)
+                got = choose_victims(self.state, w, cands, guard, now, self.c.cache, self.c.node_cache)
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.RECLAIMED, w)
@@ -285,7 +291,7 @@ class Scheduler:
         if self.policy.preemption and not self._hopeless("preempt", w):
             cands = preemption_candidates(w, prep.running, now)
             if cands:
-                got = choose_victims(self.state, w, cands, _any, now, self.c.cache)
+                got = choose_victims(self.state, w, cands, _any, now, self.c.cache, self.c.node_cache)
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.PREEMPTED, w)
@@ -372,7 +378,7 @@ class Scheduler:
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
         if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
-            soon = earliest_start(self.state, w, now, until=now)
+            soon = earliest_start(self.state, w, now, until=now, **self._caches())
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
             c.reasons[gid] = self.decision(
@@ -409,12 +415,16 @@ class Scheduler:
             return low is not None and low < w.gang.priority
         return False
 
+    def _caches(self) -> dict[str, Any]:
+        c = self.c
+        return {"cache": c.plan_cache, "node_cache": c.node_cache, "plan_nodes": c.plan_nodes}
+
     def _may_plan(self, w: GangWork) -> bool:
         return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
 
     def plan(self, w: GangWork) -> Plan | None:
         self.c.depth_used += 1
-        return earliest_start(self.state, w, self.now)
+        return earliest_start(self.state, w, self.now, **self._caches())
 
     # -- explanations --------------------------------------------------------------------------
 
@@ -461,7 +471,7 @@ class Scheduler:
             )
             return
         if level is not None:
-            loose = place(NowView(st, now, end, c.cache), w.shapes, None, None)
+            loose = place(NowView(st, now, end, c.cache, node_cache=c.node_cache), w.shapes, None, None)
             if loose.assignment is not None:
                 name, gpus = self._best_domain(w, level, out)
                 lv = topo.levels[level]
@@ -594,7 +604,7 @@ class Scheduler:
             if not w.extras:
                 continue
             end = self.now + w.duration
-            view = NowView(st, self.now, end, self.c.cache)
+            view = NowView(st, self.now, end, self.c.cache, node_cache=self.c.node_cache)
             used = sorted({n for _, n in self.c.bound[gid]})
             leaves = self.c.bound_leaves.get(gid, [])
             scope: set[int] | None = None
@@ -632,6 +642,9 @@ class _IgnoreHolds(NowView):
 
     def node_capacity(self, n: int) -> list[int]:
         return list(self.state.free[n])
+
+    def node_count(self, shape: Shape, n: int) -> int:
+        return count_fit(self.state.free[n], shape.req)
 
 
 def _any(_cand: RunState, _chosen: list[RunState]) -> bool:

@@ -79,6 +79,10 @@ class CapacityView(Protocol):
         """How many `shape` pods fit in the leaf, and per node (node, count>0) in node order."""
         ...
 
+    def node_count(self, shape: Shape, n: int) -> int:
+        """How many `shape` pods fit on node n (implementations cache it per node state)."""
+        ...
+
 
 def compute_leaf_counts(
     view: CapacityView, shape: Shape, leaf: int
@@ -87,11 +91,11 @@ def compute_leaf_counts(
     nodes = shape.feasible.leaf_nodes.get(leaf)
     if not nodes:
         return 0, []
-    req = shape.req
+    node_count = view.node_count
     counts: list[tuple[int, int]] = []
     total = 0
     for n in nodes:
-        c = count_fit(view.node_capacity(n), req)
+        c = node_count(shape, n)
         if c > 0:
             counts.append((n, c))
             total += c

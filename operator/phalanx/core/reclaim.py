@@ -59,11 +59,24 @@ def reclaim_candidates(
 def keeps_victim_share(
     queues: dict[str, QueueState],
 ) -> Callable[[RunState, list[RunState]], bool]:
-    """Guard: a victim queue is never taken below its deserved share."""
+    """Guard: a victim queue is never taken below its deserved share.
+
+    `choose_victims` calls it with a list of chosen victims that only grows, so what each queue
+    has given up is summed incrementally (a scan of `chosen` per candidate made long candidate
+    lists quadratic).
+    """
+    taken: dict[str, int] = {}
+    seen = 0
 
     def allowed(cand: RunState, chosen: list[RunState]) -> bool:
+        nonlocal seen
+        if len(chosen) < seen:
+            taken.clear()
+            seen = 0
+        for c in chosen[seen:]:
+            taken[c.gang.queue] = taken.get(c.gang.queue, 0) + c.fair
+        seen = len(chosen)
         q = queues[cand.gang.queue]
-        taken = sum(c.fair for c in chosen if c.gang.queue == q.name)
-        return q.alloc_fair - taken - cand.fair >= q.deserved
+        return q.alloc_fair - taken.get(q.name, 0) - cand.fair >= q.deserved
 
     return allowed

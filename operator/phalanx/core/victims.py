@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Outcome, place
-from phalanx.core.views import LeafCache, TrialCache, TrialView
+from phalanx.core.views import LeafCache, NodeCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
 
@@ -29,9 +29,11 @@ class _Search:
         eligible: list[RunState],
         now: float,
         cache: LeafCache,
+        node_cache: NodeCache,
     ) -> None:
         self.state = state
         self.cache = cache
+        self.node_cache = node_cache
         self.work = work
         self.eligible = eligible
         self.now = now
@@ -71,7 +73,9 @@ class _Search:
         ignore = frozenset(self.eligible[i].gang.id for i in chosen)
         leaf_key = {leaf: tuple(ids) for leaf, ids in who.items()}
         end = self.now + work.duration
-        view = TrialView(state, self.now, end, self.cache, ignore, extra, leaf_key, self.trials)
+        view = TrialView(
+            state, self.now, end, self.cache, ignore, extra, leaf_key, self.trials, self.node_cache
+        )
         out = place(view, work.shapes, work.required_level, work.preferred_level)
         return out if out.assignment is not None else None
 
@@ -115,6 +119,7 @@ def choose_victims(
     allowed: Callable[[RunState, list[RunState]], bool],
     now: float,
     cache: LeafCache,
+    node_cache: NodeCache | None = None,
     max_prune: int = 64,
 ) -> tuple[list[RunState], Outcome] | None:
     """Fewest whole gangs from `candidates` (in order) whose eviction lets the gang start now.
@@ -137,7 +142,7 @@ def choose_victims(
             break
     else:
         return None
-    search = _Search(state, work, eligible, now, cache)
+    search = _Search(state, work, eligible, now, cache, node_cache if node_cache is not None else {})
     found = search.fits(list(range(len(eligible))))
     if found is None:
         return None
@@ -154,9 +159,24 @@ def choose_victims(
         again = search.fits(chosen)
         assert again is not None
         found = again
+    # Pruning. For identical pods, placement succeeds exactly when enough pods fit (in one
+    # domain of the required level), so a placement that uses none of a victim's nodes proves
+    # the gang still fits without that victim: no trial needed. The outcome returned is always
+    # the placement for the final set, as if every trial had been run.
+    witness = {n for _, n in found.assignment or []} if len(work.shapes) == 1 else None
+    fresh = True
     for v in list(reversed(chosen[:-1]))[:max_prune]:
         trial = [c for c in chosen if c != v]
+        if witness is not None and not any(n in witness for n, _ in eligible[v].nodes):
+            chosen, fresh = trial, False
+            continue
         out = search.fits(trial)
         if out is not None:
-            chosen, found = trial, out
+            chosen, found, fresh = trial, out, True
+            if witness is not None:
+                witness = {n for _, n in out.assignment or []}
+    if not fresh:
+        again = search.fits(chosen)
+        assert again is not None
+        found = again
     return [eligible[i] for i in chosen], found

@@ -6,22 +6,27 @@ version and by how many of the leaf's hold starts fall before the gang's end, be
 a cycle ask the same question of the same unchanged leaves.
 
 `PlanView`: what a gang starting at a future time `t` may use — free capacity plus everything
-released by `t`, minus holds over the gang's window. Built by the backfill sweep, used once.
+released by `t` (read off the node's release list when asked, so the sweep itself only moves
+GPU counts), minus holds over the gang's window. Built by the backfill sweep for each attempt;
+leaf answers are shared between the attempts of a sweep through a `SweepMemo`.
 """
 
 from __future__ import annotations
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Shape, compute_leaf_counts
+from phalanx.core.resources import count_fit
 from phalanx.core.topology import Topology
 
 LeafCache = dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]]
+#: (shape id, node, node version, hold class) → pods of the shape that fit on the node now.
+NodeCache = dict[tuple[int, int, int, int], int]
 
 
 class NowView:
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "ignore", "now", "state", "topo")
+    __slots__ = ("_cache", "end", "ignore", "node_cache", "now", "state", "topo")
 
     def __init__(
         self,
@@ -30,8 +35,12 @@ class NowView:
         end: float,
         cache: LeafCache,
         ignore: frozenset[str] = frozenset(),
+        node_cache: NodeCache | None = None,
     ) -> None:
         self.state = state
+        #: Per-node answers survive a change elsewhere in the leaf, which invalidates the
+        #: leaf's cached answer: recomputing the leaf then re-evaluates only the changed node.
+        self.node_cache: NodeCache = node_cache if node_cache is not None else {}
         self.ignore = ignore
         self.topo: Topology = state.topo
         self.now = now
@@ -47,6 +56,15 @@ class NowView:
             return st.window_capacity(n, self.now, self.end, list(st.free[n]), 0, self.ignore)
         return list(st.free[n])
 
+    def node_count(self, shape: Shape, n: int) -> int:
+        st = self.state
+        cls = st.leaf_hold_class(st.topo.leaf_of[n], self.end) if st.holds[n] else 0
+        key = (shape.id, n, st.node_version[n], cls)
+        hit = self.node_cache.get(key)
+        if hit is None:
+            hit = self.node_cache[key] = count_fit(self.node_capacity(n), shape.req)
+        return hit
+
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         st = self.state
         starts = st.leaf_hold_starts[leaf]
@@ -60,27 +78,47 @@ class NowView:
         return cap, counts
 
 
-class SweepMemo:
-    """Leaf capacities shared by the placement attempts of one backfill sweep.
+PlanCache = dict[tuple[int, int, int, int, int], tuple[int, list[tuple[int, int]]]]
+#: (shape id, node, node version, node epoch, hold class) → pods that fit at the sweep time.
+PlanNodeCache = dict[tuple[int, int, int, int, int], int]
 
-    A node's capacity at sweep time t over [t, t + duration) only changes when the sweep applies
-    a release or a hold start/end on that node (which bumps `leaf_dirty` of its leaf), or when the
-    window's end moves past another hold start in the leaf (the hold class). Between two attempts
-    the sweep typically applies one gang's releases, so an attempt recomputes a few leaves instead
-    of the whole cluster.
+
+class SweepMemo:
+    """Per-sweep counters that make leaf capacities at future times cacheable for the cycle.
+
+    A leaf's capacity at sweep time t over [t, t + duration) is fixed by (a) the leaf's own
+    releases and holds (`ClusterState.leaf_version` changes with them), (b) how many of those
+    the sweep has applied by t (`leaf_dirty`: every sweep applies the same events in the same
+    order, so the count names the epoch), and (c) which hold starts fall before the window's end
+    (the hold class). Keyed by those, an answer serves every later attempt and every later sweep
+    until the leaf changes; between two attempts a sweep typically applies one gang's releases,
+    so an attempt recomputes a leaf or two, and a new sweep mostly reads answers of earlier ones.
     """
 
-    __slots__ = ("entries", "leaf_dirty")
+    __slots__ = ("entries", "leaf_dirty", "node_cache", "node_dirty", "plan_nodes")
 
-    def __init__(self, leaves: int) -> None:
+    def __init__(
+        self,
+        leaves: int,
+        nodes: int,
+        entries: PlanCache | None = None,
+        node_cache: NodeCache | None = None,
+        plan_nodes: PlanNodeCache | None = None,
+    ) -> None:
         self.leaf_dirty = [0] * leaves
-        self.entries: dict[tuple[int, int], tuple[int, int, int, list[tuple[int, int]]]] = {}
+        #: The same per node (node epochs), for per-node answers.
+        self.node_dirty = [0] * nodes
+        self.entries: PlanCache = entries if entries is not None else {}
+        #: `NowView`'s per-node answers: a node without holds that no release has reached yet
+        #: by the sweep time has exactly its capacity now.
+        self.node_cache: NodeCache = node_cache if node_cache is not None else {}
+        self.plan_nodes: PlanNodeCache = plan_nodes if plan_nodes is not None else {}
 
 
 class PlanView:
     """Capacity at future time `t` for a gang that would run until `end`."""
 
-    __slots__ = ("applied", "base", "end", "leaf_gpu", "memo", "state", "t", "topo")
+    __slots__ = ("end", "leaf_gpu", "memo", "state", "t", "topo")
 
     def __init__(
         self,
@@ -88,8 +126,6 @@ class PlanView:
         t: float,
         end: float,
         *,
-        base: dict[int, list[int]],
-        applied: dict[int, int],
         leaf_gpu: list[int],
         memo: SweepMemo | None = None,
     ) -> None:
@@ -97,8 +133,6 @@ class PlanView:
         self.topo: Topology = state.topo
         self.t = t
         self.end = end
-        self.base = base
-        self.applied = applied
         self.leaf_gpu = leaf_gpu
         self.memo = memo if memo is not None else SweepMemo(len(state.topo.leaf_nodes))
 
@@ -106,24 +140,51 @@ class PlanView:
         return self.leaf_gpu[leaf]
 
     def node_capacity(self, n: int) -> list[int]:
-        st = self.state
-        b = self.base.get(n)
-        vec = list(b) if b is not None else list(st.free[n])
+        st, t = self.state, self.t
+        vec = list(st.free[n])
+        applied = 0
+        for r in st.releases[n]:
+            if r.time > t:
+                break
+            applied += 1
+            for i, v in enumerate(r.vec):
+                vec[i] += v
         if st.holds[n]:
-            return st.window_capacity(n, self.t, self.end, vec, self.applied.get(n, 0))
+            return st.window_capacity(n, t, self.end, vec, applied)
         return vec
+
+    def node_count(self, shape: Shape, n: int) -> int:
+        st, memo = self.state, self.memo
+        epoch = memo.node_dirty[n]
+        if not st.holds[n]:
+            if not epoch:
+                key = (shape.id, n, st.node_version[n], 0)
+                hit = memo.node_cache.get(key)
+                if hit is None:
+                    hit = memo.node_cache[key] = count_fit(st.free[n], shape.req)
+                return hit
+            cls = 0
+        else:
+            cls = st.leaf_hold_class(st.topo.leaf_of[n], self.end)
+        pkey = (shape.id, n, st.node_version[n], epoch, cls)
+        got = memo.plan_nodes.get(pkey)
+        if got is None:
+            got = memo.plan_nodes[pkey] = count_fit(self.node_capacity(n), shape.req)
+        return got
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         st, memo = self.state, self.memo
-        key = (shape.id, leaf)
-        dirty = memo.leaf_dirty[leaf]
-        cls = st.leaf_hold_class(leaf, self.end)
+        key = (
+            shape.id,
+            leaf,
+            st.leaf_version[leaf],
+            memo.leaf_dirty[leaf],
+            st.leaf_hold_class(leaf, self.end),
+        )
         hit = memo.entries.get(key)
-        if hit is not None and hit[0] == dirty and hit[1] == cls:
-            return hit[2], hit[3]
-        cap, counts = compute_leaf_counts(self, shape, leaf)
-        memo.entries[key] = (dirty, cls, cap, counts)
-        return cap, counts
+        if hit is None:
+            hit = memo.entries[key] = compute_leaf_counts(self, shape, leaf)
+        return hit
 
 
 class TrialView(NowView):
@@ -148,8 +209,9 @@ class TrialView(NowView):
         extra: dict[int, list[int]],
         leaf_key: dict[int, tuple[int, ...]],
         trials: TrialCache,
+        node_cache: NodeCache,
     ) -> None:
-        super().__init__(state, now, end, cache, ignore)
+        super().__init__(state, now, end, cache, ignore, node_cache)
         self.extra = extra
         self.leaf_key = leaf_key
         self.trials = trials
@@ -176,6 +238,11 @@ class TrialView(NowView):
         if st.holds[n]:
             return st.window_capacity(n, self.now, self.end, vec, 0, self.ignore)
         return vec
+
+    def node_count(self, shape: Shape, n: int) -> int:
+        if n in self.extra:
+            return count_fit(self.node_capacity(n), shape.req)
+        return super().node_count(shape, n)
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         who = self.leaf_key.get(leaf)

@@ -55,16 +55,8 @@ def earliest_start(
     holds = state.hold_events
     if not events and not any(d > 0 for _, _, d in holds):
         return None
-    if until < math.inf:
-        # Upper bound on the GPUs free by `until`: free now plus what is released by then
-        # (holds only take away). Most "capacity being freed now" checks end here.
-        extra = 0
-        for ev in events:
-            if ev.time > until:
-                break
-            extra += ev.vec[0]
-        if state.total_gpu + extra < work.gpus:
-            return None
+    if until < math.inf and not _may_free_enough(state, work, until):
+        return None
     topo = state.topo
     usable = state.usable
     leaf_of = topo.leaf_of
@@ -111,8 +103,7 @@ def earliest_start(
         t_event = events[i].time if i < count else inf
         t_hold = holds[h][0] if h < hcount else inf
         t = t_event if t_event < t_hold else t_hold
-        if t < now:
-            t = now
+        t = max(t, now)
         if t > until:
             return None
         grew = False
@@ -169,3 +160,30 @@ def earliest_start(
         if attempts >= MAX_ATTEMPTS:
             return None
     return None
+
+
+def _may_free_enough(state: ClusterState, work: GangWork, until: float) -> bool:
+    """Necessary test for a start by `until`: the GPUs free by then (free now plus releases;
+    holds only take away) cover the gang, and for identical GPU pods so do the whole pods those
+    GPUs make per node. Most "capacity being freed now" checks end here, before the sweep's
+    per-node setup."""
+    added: dict[int, int] = {}
+    extra = 0
+    for ev in state.events:
+        if ev.time > until:
+            break
+        extra += ev.vec[0]
+        added[ev.node] = added.get(ev.node, 0) + ev.vec[0]
+    if state.total_gpu + extra < work.gpus:
+        return False
+    shapes = work.shapes
+    if len(shapes) != 1 or shapes[0].gpu <= 0:
+        return True
+    g, k = shapes[0].gpu, len(shapes[0].pods)
+    pods = sum(c * (v // g) for hist in state.leaf_hist for v, c in hist.items())
+    free, usable = state.free, state.usable
+    for n, r in added.items():
+        if usable[n]:
+            f = max(0, free[n][0])
+            pods += max(0, free[n][0] + r) // g - f // g
+    return pods >= k

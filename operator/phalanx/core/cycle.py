@@ -282,7 +282,9 @@ class Scheduler:
             cands = reclaim_candidates(w, prep.running, prep.queues, now)
             if cands:
                 guard = keeps_victim_share(prep.queues)
-                got = choose_victims(self.state, w, cands, guard, now, self.c.cache, self.c.node_cache)
+                got = choose_victims(
+                    self.state, w, cands, guard, now, self.c.cache, self.c.node_cache
+                )
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.RECLAIMED, w)
@@ -291,7 +293,9 @@ class Scheduler:
         if self.policy.preemption and not self._hopeless("preempt", w):
             cands = preemption_candidates(w, prep.running, now)
             if cands:
-                got = choose_victims(self.state, w, cands, _any, now, self.c.cache, self.c.node_cache)
+                got = choose_victims(
+                    self.state, w, cands, _any, now, self.c.cache, self.c.node_cache
+                )
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.PREEMPTED, w)
@@ -471,7 +475,9 @@ class Scheduler:
             )
             return
         if level is not None:
-            loose = place(NowView(st, now, end, c.cache, node_cache=c.node_cache), w.shapes, None, None)
+            loose = place(
+                NowView(st, now, end, c.cache, node_cache=c.node_cache), w.shapes, None, None
+            )
             if loose.assignment is not None:
                 name, gpus = self._best_domain(w, level, out)
                 lv = topo.levels[level]

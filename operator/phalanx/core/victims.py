@@ -142,7 +142,9 @@ def choose_victims(
             break
     else:
         return None
-    search = _Search(state, work, eligible, now, cache, node_cache if node_cache is not None else {})
+    search = _Search(
+        state, work, eligible, now, cache, node_cache if node_cache is not None else {}
+    )
     found = search.fits(list(range(len(eligible))))
     if found is None:
         return None

@@ -134,7 +134,9 @@ class PlanView:
         self.t = t
         self.end = end
         self.leaf_gpu = leaf_gpu
-        self.memo = memo if memo is not None else SweepMemo(len(state.topo.leaf_nodes))
+        self.memo = (
+            memo if memo is not None else SweepMemo(len(state.topo.leaf_nodes), len(state.free))
+        )
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         return self.leaf_gpu[leaf]

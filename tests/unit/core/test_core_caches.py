@@ -1,0 +1,196 @@
+"""The core's internal caches give the same answers as computing from scratch.
+
+The cycle shares capacity answers between placements: per node (keyed by node stamps), per leaf
+at sweep times (keyed by leaf stamp, sweep epoch and hold class, across sweeps), and per victim
+search (victims overlaid instead of written into the state). Each test here builds seeded random
+fragmented clusters with releases and holds, and compares a cached answer with one computed on
+fresh caches or on a state where the victims really are gone.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import pytest
+
+from phalanx.core import (
+    CPU,
+    GPU,
+    PODS,
+    Member,
+    Node,
+    PendingGang,
+    Policy,
+    Queue,
+    RunningGang,
+    RunningMember,
+    Snapshot,
+)
+from phalanx.core.backfill import earliest_start
+from phalanx.core.placement import place
+from phalanx.core.prepare import Prepared, prepare
+from phalanx.core.views import NowView, PlanCache, PlanNodeCache, TrialCache, TrialView
+from phalanx.core.work import GangWork, RunState
+
+SPINE = "network.topology.nvidia.com/spine"
+LEAF = "network.topology.nvidia.com/block"
+NOW = 1_000_000.0
+
+
+def _cluster(seed: int) -> Prepared:
+    """2 spines × 2 leaves × 4 nodes, partly used, running gangs with and without limits, and
+    pending gangs of 1–8 pods of 1, 2, 4 or 8 GPUs."""
+    rng = random.Random(seed)
+    nodes, free = [], {}
+    for s in range(2):
+        for lf in range(2):
+            for n in range(4):
+                name = f"s{s}-l{lf}-n{n}"
+                used = rng.choice((0, 0, 1, 2, 4))
+                free[name] = 8 - used
+                nodes.append(
+                    Node(
+                        name,
+                        {GPU: 8, CPU: 64_000, PODS: 16},
+                        {GPU: used},
+                        {SPINE: f"s{s}", LEAF: f"s{s}-l{lf}"},
+                    )
+                )
+    running = []
+    for i in range(10):
+        per = rng.choice((1, 2, 4))
+        members = []
+        for p in range(rng.randint(1, 3)):
+            spots = [n for n in sorted(free) if free[n] >= per]
+            if not spots:
+                break
+            node = rng.choice(spots)
+            free[node] -= per
+            members.append(RunningMember(f"r{i}-{p}", node, {GPU: per, CPU: 1000}))
+        if members:
+            limit = rng.choice((None, 600.0, 1800.0, 3600.0))
+            running.append(
+                RunningGang(
+                    f"t/r{i}",
+                    rng.choice(("a", "b")),
+                    tuple(members),
+                    priority=rng.choice((0, 10)),
+                    start_time=NOW - rng.uniform(0, 500),
+                    time_limit=limit,
+                )
+            )
+    pending = []
+    for i in range(8):
+        per, count = rng.choice((1, 2, 4, 8)), rng.randint(1, 8)
+        pending.append(
+            PendingGang(
+                f"t/p{i}",
+                count,
+                tuple(Member(f"p{i}-{k}", {GPU: per, CPU: 2000}) for k in range(count)),
+                queue=rng.choice(("a", "b")),
+                priority=20,
+                topology_preferred=rng.choice((None, "leaf")),
+                topology_required=rng.choice((None, None, "leaf", "spine")),
+                time_limit=rng.choice((None, 300.0, 1200.0)),
+            )
+        )
+    snap = Snapshot(tuple(nodes), (Queue("a"), Queue("b")), tuple(running), tuple(pending))
+    return prepare(snap, Policy(), NOW)
+
+
+def _add_holds(prep: Prepared, rng: random.Random) -> None:
+    state = prep.state
+    for i in range(rng.randint(0, 6)):
+        n = rng.randrange(len(state.free))
+        start = NOW + rng.choice((0.0, 200.0, 900.0, 2000.0))
+        end = start + rng.choice((300.0, 1500.0, math.inf))
+        state.add_hold(n, start, end, [rng.choice((1, 2, 4))] + [0] * (state.width - 1), f"h{i}")
+
+
+def _outcome(out: object) -> object:
+    return getattr(out, "assignment", None)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_trial_view_matches_evicting_for_real(seed: int) -> None:
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    state = prep.state
+    node_cache: dict[tuple[int, int, int, int], int] = {}
+    shared: dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]] = {}
+    for w in prep.works:
+        end = NOW + w.duration
+        # Warm the shared caches with the present, as the cycle does before a victim search.
+        place(NowView(state, NOW, end, shared, node_cache=node_cache), w.shapes, None, None)
+        victims: list[RunState] = rng.sample(prep.running, k=min(len(prep.running), 3))
+        extra: dict[int, list[int]] = {}
+        who: dict[int, list[int]] = {}
+        for i, v in enumerate(victims):
+            for n, vec in v.nodes:
+                acc = extra.setdefault(n, [0] * state.width)
+                for j, x in enumerate(vec):
+                    acc[j] += x
+                who.setdefault(state.topo.leaf_of[n], []).append(i)
+        ignore = frozenset(v.gang.id for v in victims)
+        keys = {leaf: tuple(ids) for leaf, ids in who.items()}
+        trials: TrialCache = {}  # per search: keys name victims by their index in it
+        view = TrialView(state, NOW, end, shared, ignore, extra, keys, trials, node_cache)
+        got = place(view, w.shapes, w.required_level, w.preferred_level)
+        for v in victims:
+            for n, vec in v.nodes:
+                state.change(n, vec, +1)
+        want = place(
+            NowView(state, NOW, end, {}, ignore), w.shapes, w.required_level, w.preferred_level
+        )
+        for v in victims:
+            for n, vec in v.nodes:
+                state.change(n, vec, -1)
+        assert _outcome(got) == _outcome(want)
+
+
+def _plan(prep: Prepared, w: GangWork, caches: tuple[PlanCache, PlanNodeCache] | None) -> object:
+    if caches is None:
+        plan = earliest_start(prep.state, w, NOW)
+    else:
+        plan = earliest_start(
+            prep.state, w, NOW, cache=caches[0], node_cache={}, plan_nodes=caches[1]
+        )
+    return None if plan is None else (plan.start, plan.ending, plan.outcome.assignment)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_plan_caches_shared_across_sweeps_match_fresh_sweeps(seed: int) -> None:
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    caches: tuple[PlanCache, PlanNodeCache] = ({}, {})
+    for w in prep.works:
+        assert _plan(prep, w, caches) == _plan(prep, w, None)
+        # Change the state between sweeps, as holds and bindings do in a cycle.
+        n = rng.randrange(len(prep.state.free))
+        if rng.random() < 0.5:
+            prep.state.add_hold(
+                n, NOW + 100.0, NOW + 700.0, [1] + [0] * (prep.state.width - 1), "x"
+            )
+        else:
+            prep.state.add_release(NOW + 400.0, n, [1] + [0] * (prep.state.width - 1), "y")
+
+
+def test_node_stamps_change_with_every_kind_of_change() -> None:
+    prep = _cluster(1)
+    state = prep.state
+    vec = [1] + [0] * (state.width - 1)
+    seen = {state.node_version[0]}
+    acts: tuple[Callable[[], None], ...] = (
+        lambda: state.change(0, vec, -1),
+        lambda: state.add_release(NOW + 5, 0, vec, "g"),
+        lambda: state.add_hold(0, NOW + 1, NOW + 9, vec, "g"),
+        lambda: state.drop_releases("g", [0]),
+    )
+    for act in acts:
+        act()
+        assert state.node_version[0] not in seen
+        seen.add(state.node_version[0])

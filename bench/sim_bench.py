@@ -50,8 +50,23 @@ def _one(
     sys.path.insert(0, str(ROOT / "operator"))
     from phalanx.sim.cli import run_simulation
 
+    began = time.time()
+    step = [0]
+
+    def progress(done: int, total: int) -> None:
+        if done >= step[0]:
+            step[0] += max(1, total // 10)
+            print(f"  {label} {policy}: {done}/{total} jobs arrived after "
+                  f"{time.time() - began:.0f} s", flush=True)  # fmt: skip
+
     summary, _ = run_simulation(
-        trace, shape, policy, limit_jobs=quick, cycle_interval_s=interval, seed=0
+        trace,
+        shape,
+        policy,
+        limit_jobs=quick,
+        cycle_interval_s=interval,
+        seed=0,
+        progress=progress,
     )
     summary["label"] = label
     return summary
@@ -87,6 +102,31 @@ def goals(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
             "share_met": below is not None and below == 0,
         }
     return out
+
+
+NOTES = """## How to read this, and what it assumes
+
+- Reproduce: `make bench-sim` (all traces, full length); `bench/sim_bench.py --quick 3000`
+  replays the first 3,000 jobs of each trace for development (not comparable with a full run);
+  `--only philly` runs one trace. One replay of one policy:
+  `phalanx simulate --trace philly:../shared/data/traces/philly-pollux/philly.csv
+  --shape medium --policy phalanx --json out.json --plots plots/`.
+- Wait = submit to the start of the run that completed (an evicted gang's lost run counts as
+  waiting). "Largest gangs" = the largest size class present in the trace (33+ GPUs for Philly
+  and cluster04).
+- `pod` baseline: pods of jobs submitted in the same second interleave; each pod goes to a
+  random node that fits; a job runs only when all its pods are bound; a partly bound job gives
+  up after 600 s (torchrun's rendezvous timeout) and its pods are recreated after the Job
+  backoff. Deadlocked GPU-hours = GPUs held by partly bound jobs, integrated over time (such a
+  job cannot complete on the capacity free at that moment, or it would have been completed in
+  that cycle).
+- Leaf excess = leaves spanned minus ceil(pods / nodes per leaf), the fewest possible on these
+  uniform shapes, over multi-node gangs.
+- The queue-share goal is checked strictly: the worst queue's share of its demand time spent
+  below 90% of its own deserved share (Phalanx's deserved, with usage decay) must be 0. Whole
+  gangs make a strict 0 impossible in general (a queue owed 5 GPUs whose next gang needs 8 is
+  below 90% until it can take 8), so the number matters more than the verdict.
+"""
 
 
 # -- markdown ---------------------------------------------------------------------------------
@@ -163,6 +203,12 @@ def markdown(payload: dict[str, Any]) -> str:
     for name, policy in POLICIES.items():
         lines.append(f"- `{name}`: {policy.description}.")
     lines += ["", "## Results", ""]
+    if not payload["complete"]:
+        lines += [
+            "**Incomplete run**: the benchmark was still running (or was stopped) when this",
+            "file was written; only the replays listed below had finished.",
+            "",
+        ]
     for label, by_policy in results.items():
         lines += table(label, by_policy)
     lines += ["## Goals (Phalanx against `volcano`)", ""]
@@ -196,7 +242,18 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"| {label} | {policy} | {s['cycles']} | {_f(c['mean'], '.1f')} / "
                 f"{_f(c['p95'], '.1f')} / {_f(c['max'], '.0f')} | {s['pending_gangs_max']} |"
             )
-    lines += ["", payload.get("notes", ""), ""]
+    slowest = max(
+        ((s["wall_s"], label, policy) for label, bp in results.items() for policy, s in bp.items()),
+        default=None,
+    )
+    if slowest is not None:
+        lines += [
+            "",
+            f"Slowest replay: {slowest[1]} / {slowest[2]}, {slowest[0]:.0f} s wall; the whole "
+            f"benchmark took {payload['total_wall_s'] / 60:.0f} min with "
+            f"{payload.get('workers', 2)} replays at a time.",
+        ]
+    lines += ["", NOTES]
     return "\n".join(lines)
 
 
@@ -232,14 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in todo}
     order = {p: i for i, p in enumerate(ALL_POLICIES)}
     ctx = multiprocessing.get_context("spawn")
-    # One process per replay (its own peak RSS), the most expensive replays first.
+    # One process per replay (its own peak RSS); the cheap ones first, and the files are
+    # rewritten after every replay, so a run cut short still leaves what it measured.
     jobs = [(label, trace, shape, p) for label, trace, shape, ps in todo for p in ps]
-    jobs.sort(
-        key=lambda j: (
-            -_COST[j[3]] * (4 if j[0] == "philly" else 1),
-            todo.index(next(r for r in todo if r[0] == j[0])),
-        )
-    )
+    jobs.sort(key=lambda j: (j[0] == "philly", j[0] == "itp-cluster04", _COST[j[3]]))
     with ProcessPoolExecutor(
         max_workers=args.workers, mp_context=ctx, max_tasks_per_child=1
     ) as pool:
@@ -250,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, policy, fut in futures:
             summary = fut.result()
             results[label][policy] = summary
+            _write(args, version, started, results, order, done=False)
             print(
                 f"[{time.time() - started:7.0f}s] {label} {policy}: {summary['job_count']} jobs, "
                 f"wall {summary['wall_s']:.0f}s, rss {summary['peak_rss_mib']:.0f} MiB, "
@@ -257,10 +311,27 @@ def main(argv: list[str] | None = None) -> int:
                 f"util {summary['gpu_utilization']:.1%}",
                 flush=True,
             )
-    for label, by_policy in list(results.items()):
-        results[label] = dict(sorted(by_policy.items(), key=lambda kv: order[kv[0]]))
+    _write(args, version, started, results, order, done=True)
+    return 0
+
+
+def _write(
+    args: argparse.Namespace,
+    version: str,
+    started: float,
+    results: dict[str, dict[str, dict[str, Any]]],
+    order: dict[str, int],
+    *,
+    done: bool,
+) -> None:
+    results = {
+        label: dict(sorted(by_policy.items(), key=lambda kv: order[kv[0]]))
+        for label, by_policy in results.items()
+        if by_policy
+    }
     payload = {
-        "command": "bench/sim_bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "complete": done,
+        "command": "bench/sim_bench.py " + " ".join(sys.argv[1:]),
         "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
         "code": version,
@@ -273,8 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     args.md.write_text(markdown(payload), encoding="utf-8")
-    print(f"wrote {args.json} and {args.md}")
-    return 0
+    if done:
+        print(f"wrote {args.json} and {args.md}")
 
 
 if __name__ == "__main__":

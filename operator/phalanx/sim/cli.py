@@ -7,6 +7,7 @@ the main CLI does not import the simulator (or the core) until the command runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,8 +37,13 @@ def run_simulation(
     cycle_interval_s: float = DEFAULT_INTERVAL_S,
     plots: Path | None = None,
     console: Console | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
-    """Load, replay, summarise (and plot): the command without its printing."""
+    """Load, replay, summarise (and plot): the command without its printing.
+
+    With a `console`, long replays show a progress bar on it; `progress` (jobs arrived, jobs)
+    is called as well, for callers that log instead.
+    """
     from phalanx.sim.engine import simulate as replay
     from phalanx.sim.nodes import load_cluster
     from phalanx.sim.policies import get_policy
@@ -62,6 +68,12 @@ def run_simulation(
         transient=True,
     ) as bar:
         task = bar.add_task("replay", total=len(jobs))
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done)
+            if progress is not None:
+                progress(done, total)
+
         result = replay(
             jobs,
             cluster,
@@ -69,7 +81,7 @@ def run_simulation(
             chosen,
             seed=seed,
             cycle_interval_s=cycle_interval_s,
-            progress=lambda done, _total: bar.update(task, completed=done),
+            progress=advance,
         )
     summary = summarize(
         result,

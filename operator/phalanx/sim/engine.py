@@ -10,7 +10,8 @@ bindings start runs (each lasts the job's real duration), its evictions stop run
 back to pending with its original creation time; the GPU-time of the lost run is counted and
 the run restarts from zero when bound again). A cycle that evicted is followed at once by
 another at the same instant, so the gang that reclaimed can bind on what was freed (a zero
-grace period), at most `FOLLOW_UPS` times.
+grace period), at most `FOLLOW_UPS` times. When nothing is pending the core is not called
+(with no pending gang it can neither bind nor evict).
 
 Coalescing (`cycle_interval_s`): 0 runs a cycle at every distinct event time (exact start
 times, used by the tests). A positive interval runs cycles only on a grid of that period — the

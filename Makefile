@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos
+.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos bench-e2e
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,3 +57,7 @@ bench-core: $(STAMP)
 chaos: control-plane
 	PHALANX_CHAOS_ROUNDS=20 PHALANX_CHAOS_RESULTS=bench/results/chaos.json \
 		$(BIN)/pytest tests/integration/test_crash_safety.py -m integration -s
+
+## Bind throughput and gang latency against a bare binding loop and kube-scheduler (large shape).
+bench-e2e: control-plane
+	$(BIN)/python bench/e2e_bench.py

@@ -194,13 +194,11 @@ def no_shared_operator(session_operator: SessionOperator) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _show_operator_log_on_failure(
-    request: pytest.FixtureRequest,
-) -> Iterator[None]:
+def _show_operator_log_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed and "operator" in request.fixturenames:
-        proc = request.getfixturevalue("operator")
+    proc = getattr(request.node, "funcargs", {}).get("operator")
+    if rep is not None and rep.failed and isinstance(proc, OperatorProcess):
         print(f"--- operator log ({proc.log_path}) ---\n{proc.tail(80)}")
 
 

@@ -61,6 +61,8 @@ class PodRec:
     priority: int = 0
     controlled: bool = False
     created: float = 0.0
+    gated: bool = False
+    """Has scheduling gates: not ready to be scheduled (as for kube-scheduler)."""
     error: str | None = None
 
     @property
@@ -217,6 +219,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         priority=int(spec.get("priority") or 0),
         controlled=any(o.get("controller") for o in owners),
         created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        gated=bool(spec.get("schedulingGates")),
         error=error,
     )
 

@@ -91,6 +91,8 @@ def build_view(
             if pod.node_name and not pod.terminal:
                 _add(other_used.setdefault(pod.node_name, {}), pod.requests)
             continue
+        if pod.gated and not pod.node_name:
+            continue  # a gated pod does not exist yet as far as scheduling goes
         (finished if pod.terminal else ours).append(pod)
 
     for pod in finished:

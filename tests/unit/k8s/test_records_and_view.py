@@ -151,3 +151,10 @@ def test_bad_quantities_become_errors_on_the_record_not_exceptions() -> None:
     assert g.error is not None and "minResources" in g.error
     q = queue_record({"metadata": {"name": "q"}, "spec": {"guarantee": {"cpu": "x"}}})
     assert q.error is not None
+
+
+def test_pods_with_scheduling_gates_are_not_members_yet() -> None:
+    gated = pod("a", group="g")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+    v = view([node("n1")], [gated, pod("b", group="g")], [group("g", 2)])
+    assert [p.name for p in v.gangs["ns/g"].pods] == ["b"]

@@ -187,3 +187,41 @@ def _may_free_enough(state: ClusterState, work: GangWork, until: float) -> bool:
             f = max(0, free[n][0])
             pods += max(0, free[n][0] + r) // g - f // g
     return pods >= k
+
+
+def start_on_due(
+    state: ClusterState,
+    work: GangWork,
+    now: float,
+    cache: PlanCache | None = None,
+    node_cache: NodeCache | None = None,
+    plan_nodes: PlanNodeCache | None = None,
+) -> Plan | None:
+    """`earliest_start(state, work, now, until=now)` when a release is due by now, read off the
+    aggregates `DueNow` keeps instead of re-running the sweep's setup and event walk.
+
+    The sweep stopped at now applies every release and hold change due by then and makes one
+    attempt if its aggregates allow; `DueNow` holds exactly those aggregates and per-node/leaf
+    event counts, so the checks, the `PlanView` and the caches it reads are the same."""
+    events = state.events
+    if not events or events[0].time > now:
+        return earliest_start(state, work, now, now, cache, node_cache, plan_nodes)
+    due = state.track_due(now)
+    shapes, duration = work.shapes, work.duration
+    agg = due.capped if duration == math.inf else due.plain
+    if agg.total < work.gpus:
+        return None
+    required_level = work.required_level
+    per_leaf = required_level is not None and required_level == state.topo.finest
+    if len(shapes) == 1 and shapes[0].gpu > 0:
+        g, k = shapes[0].gpu, len(shapes[0].pods)
+        if agg.pods(g) < k or (per_leaf and agg.max_leaf_pods(g) < k):
+            return None
+    elif per_leaf and max(agg.leaf_gpu) < work.gpus:
+        return None
+    memo = SweepMemo(0, 0, cache, node_cache, plan_nodes, epochs=(due.leaf_epoch, due.node_epoch))
+    view = PlanView(state, now, now + duration, leaf_gpu=agg.leaf_gpu, memo=memo)
+    out = place(view, shapes, required_level, work.preferred_level)
+    if out.assignment is None:
+        return None
+    return Plan(now, out, len({events[j].gang for j in range(due.events_due())}))

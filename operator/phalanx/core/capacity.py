@@ -20,6 +20,7 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from phalanx.core.duenow import DueNow
 from phalanx.core.topology import Topology
 
 INFINITY = math.inf
@@ -92,10 +93,20 @@ class ClusterState:
         #: backfill sweep subtracts from its aggregates so they stay tight upper bounds.
         self.hold_events: list[tuple[float, int, int]] = []
         self.hold_count = 0
+        #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
+        self.due: DueNow | None = None
+
+    def track_due(self, now: float) -> DueNow:
+        """Start keeping the "capacity being freed now" aggregates (see `DueNow`)."""
+        if self.due is None or self.due.horizon != now:
+            self.due = DueNow(self, now)
+        return self.due
 
     def _touch(self, n: int) -> None:
         self._tick += 1
         self.node_version[n] = self._tick
+        if self.due is not None:
+            self.due.refresh(n)
 
     # -- free capacity now ---------------------------------------------------------------------
 
@@ -207,6 +218,14 @@ class ClusterState:
             out = value if out is None else [min(a, b) for a, b in zip(out, value, strict=True)]
         assert out is not None
         return out
+
+    def node_hold_class(self, n: int, end: float) -> int:
+        """How many of the node's own hold starts fall before `end` (the per-node cache key).
+
+        Per-node answers outlive changes elsewhere in the leaf, so they must not be keyed by the
+        leaf's count: a hold added on a neighbour shifts that count, and an old answer for a
+        different window would be read back under the same number."""
+        return sum(1 for h in self.holds[n] if h.start < end)
 
     def leaf_hold_class(self, leaf: int, end: float) -> int:
         """How many hold starts in the leaf fall before `end` (the cache key for capacities)."""

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.core.backfill import Plan, earliest_start
+from phalanx.core.backfill import Plan, earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
 from phalanx.core.model import (
@@ -382,7 +382,7 @@ class Scheduler:
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
         if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
-            soon = earliest_start(self.state, w, now, until=now, **self._caches())
+            soon = start_on_due(self.state, w, now, **self._caches())
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
             c.reasons[gid] = self.decision(

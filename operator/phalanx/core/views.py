@@ -58,7 +58,7 @@ class NowView:
 
     def node_count(self, shape: Shape, n: int) -> int:
         st = self.state
-        cls = st.leaf_hold_class(st.topo.leaf_of[n], self.end) if st.holds[n] else 0
+        cls = st.node_hold_class(n, self.end) if st.holds[n] else 0
         key = (shape.id, n, st.node_version[n], cls)
         hit = self.node_cache.get(key)
         if hit is None:
@@ -104,10 +104,12 @@ class SweepMemo:
         entries: PlanCache | None = None,
         node_cache: NodeCache | None = None,
         plan_nodes: PlanNodeCache | None = None,
+        epochs: tuple[list[int], list[int]] | None = None,
     ) -> None:
-        self.leaf_dirty = [0] * leaves
+        #: `epochs` (leaf, node) are counts already made (by `DueNow`); they are only read then.
+        self.leaf_dirty = epochs[0] if epochs is not None else [0] * leaves
         #: The same per node (node epochs), for per-node answers.
-        self.node_dirty = [0] * nodes
+        self.node_dirty = epochs[1] if epochs is not None else [0] * nodes
         self.entries: PlanCache = entries if entries is not None else {}
         #: `NowView`'s per-node answers: a node without holds that no release has reached yet
         #: by the sweep time has exactly its capacity now.
@@ -167,7 +169,7 @@ class PlanView:
                 return hit
             cls = 0
         else:
-            cls = st.leaf_hold_class(st.topo.leaf_of[n], self.end)
+            cls = st.node_hold_class(n, self.end)
         pkey = (shape.id, n, st.node_version[n], epoch, cls)
         got = memo.plan_nodes.get(pkey)
         if got is None:

@@ -146,7 +146,7 @@ def _f(value: float | None, fmt: str) -> str:
 def table(label: str, by_policy: dict[str, dict[str, Any]]) -> list[str]:
     first = next(iter(by_policy.values()))
     lines = [
-        f"### {label} on `{first['shape']}` ({first['job_count']} jobs"
+        f"### {label} on `{first['shape']}` ({first['limit_jobs'] or first['jobs_in_trace']} jobs"
         f"{'' if first.get('limit_jobs') is None else ', QUICK'})",
         "",
         "| policy | unfinished | util. | wait mean h | wait p95 h | largest gangs "

@@ -201,7 +201,7 @@ class TrialView(NowView):
     same leaves again and again.
     """
 
-    __slots__ = ("extra", "leaf_extra", "leaf_key", "trials")
+    __slots__ = ("_plain", "extra", "leaf_extra", "leaf_extra_nodes", "leaf_key", "trials")
 
     def __init__(
         self,
@@ -221,7 +221,12 @@ class TrialView(NowView):
         self.trials = trials
         #: The change of each touched leaf's usable-GPU aggregate (as `ClusterState.change`).
         self.leaf_extra: dict[int, int] = {}
+        #: The victims' nodes per touched leaf.
+        self.leaf_extra_nodes: dict[int, list[int]] = {}
+        self._plain: NowView | None = None
         leaf_of, usable, free = state.topo.leaf_of, state.usable, state.free
+        for n in extra:
+            self.leaf_extra_nodes.setdefault(leaf_of[n], []).append(n)
         for n, vec in extra.items():
             if usable[n]:
                 f = free[n][0]
@@ -256,8 +261,33 @@ class TrialView(NowView):
         key = (shape.id, leaf, st.leaf_hold_class(leaf, self.end), who)
         hit = self.trials.get(key)
         if hit is None:
-            hit = self.trials[key] = compute_leaf_counts(self, shape, leaf)
+            hit = self.trials[key] = self._overlaid_counts(shape, leaf)
         return hit
+
+    def _overlaid_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
+        """The leaf's answer now (shared cache) with only the victims' nodes recomputed.
+
+        Same as `compute_leaf_counts(self, ...)`: nodes no victim touches count as they do now
+        (no victim release is on them, so ignoring victims changes nothing there), and the
+        leaf's node lists are in node order."""
+        nodes = shape.feasible.leaf_nodes.get(leaf)
+        if not nodes:
+            return 0, []
+        plain = self._plain
+        if plain is None:
+            plain = self._plain = NowView(
+                self.state, self.now, self.end, self._cache, node_cache=self.node_cache
+            )
+        _, base = plain.leaf_counts(shape, leaf)
+        extra = self.extra
+        counts = [nc for nc in base if nc[0] not in extra]
+        for n in self.leaf_extra_nodes[leaf]:
+            if n in nodes:
+                c = count_fit(self.node_capacity(n), shape.req)
+                if c > 0:
+                    counts.append((n, c))
+        counts.sort()
+        return sum(c for _, c in counts), counts
 
 
 TrialCache = dict[tuple[int, int, int, tuple[int, ...]], tuple[int, list[tuple[int, int]]]]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -136,8 +137,17 @@ class Scheduler:
         self.wake = asyncio.Event()
         self.cycles = 0
         self.last_cycle_ok = 0.0
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- loop -------------------------------------------------------------------------------
+
+    def _emit(
+        self, involved: Mapping[str, str], reason: str, message: str, kind: str = "Normal"
+    ) -> None:
+        """Post an Event in the background: Events are for people, never worth a bind's wait."""
+        task = asyncio.create_task(self.api.event(involved, reason, message, kind))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def poke(self) -> None:
         """Something changed: run a cycle soon (debounced)."""
@@ -163,16 +173,23 @@ class Scheduler:
         # 1. records, assumptions
         records = self.source.records()
         self._forget_caught_up(records.pods, now)
-        # 2. usage
-        view = self._view(records, now)
+        # 2. usage (the snapshot's queues then carry it, decayed to now)
+        view = await asyncio.to_thread(self._view, records, now)
         self._accrue(view, now)
-        view = self._view(records, now)
+        view.snapshot = dataclasses.replace(
+            view.snapshot,
+            queues=tuple(
+                dataclasses.replace(q, usage=self.usage.get(q.name, q.usage))
+                for q in view.snapshot.queues
+            ),
+        )
         # 3. partial gangs
         if view.partial and self.leader.may_act():
             await self._repair_partial(view)
             return None  # the next cycle decides on a clean view
         # 4. decide
-        result = schedule(view.snapshot, self.policy, now)
+        # In a worker thread: the event loop keeps serving watches and in-flight writes meanwhile.
+        result = await asyncio.to_thread(schedule, view.snapshot, self.policy, now)
         self.cycles += 1
         if not self.leader.may_act():
             return result
@@ -307,7 +324,7 @@ class Scheduler:
                 ),
             }
             await self._patch_group(gang, patch)
-            await self.api.event(_ref_group(gang), reason, f"gang evicted: {message}", "Warning")
+            self._emit(_ref_group(gang), reason, f"gang evicted: {message}", "Warning")
         if blocked:
             log.warning("eviction of %s blocked by a disruption budget for %s", gang.key, blocked)
 
@@ -416,10 +433,10 @@ class Scheduler:
                 "estimatedStartTime": None,
             }
             await self._patch_group(gang, status)
-            await self.api.event(_ref_group(gang), reason, message)
+            self._emit(_ref_group(gang), reason, message)
         else:
             pod = gang.pods[0]
-            await self.api.event(_ref_pod(pod), "Scheduled", f"bound to {pods[pod.key]}")
+            self._emit(_ref_pod(pod), "Scheduled", f"bound to {pods[pod.key]}")
 
     async def _rollback(self, gang: Gang, why: str) -> None:
         """Delete the bound members (a bound pod cannot be unbound); recreate bare ones."""
@@ -461,7 +478,7 @@ class Scheduler:
                     ),
                 },
             )
-            await self.api.event(_ref_group(gang), "BindFailed", why, "Warning")
+            self._emit(_ref_group(gang), "BindFailed", why, "Warning")
 
     async def _wait_gone(self, pod: PodRec, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -513,20 +530,20 @@ class Scheduler:
         if cond is not None and self.reported.get(gang.key) != (cond["reason"], cond["message"]):
             self.reported[gang.key] = (cond["reason"], cond["message"])
             if cond["status"] == "False":
-                await self.api.event(_ref_group(gang), cond["reason"], cond["message"], "Warning")
+                self._emit(_ref_group(gang), cond["reason"], cond["message"], "Warning")
 
     async def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
         pod = gang.pods[0]
         if self.reported.get(gang.key) != (reason, message):
             self.reported[gang.key] = (reason, message)
-            await self.api.event(_ref_pod(pod), reason, message, "Warning")
+            self._emit(_ref_pod(pod), reason, message, "Warning")
 
     async def _report_orphans(self, view: View) -> None:
         for pod in view.orphans:
             key = f"orphan:{pod.key}"
             if key not in self.reported:
                 self.reported[key] = ("PodGroupNotFound", pod.group or "")
-                await self.api.event(
+                self._emit(
                     _ref_pod(pod),
                     "PodGroupNotFound",
                     f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",

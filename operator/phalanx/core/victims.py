@@ -145,17 +145,26 @@ def choose_victims(
     search = _Search(
         state, work, eligible, now, cache, node_cache if node_cache is not None else {}
     )
-    found = search.fits(list(range(len(eligible))))
-    if found is None:
-        return None
-    hi = len(eligible)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        out = search.fits(list(range(mid)))
-        if out is not None:
-            hi, found = mid, out
-        else:
-            lo = mid + 1
+    if len(work.shapes) == 1:
+        got = _gallop(search, lo, len(eligible))
+        if got is None:
+            return None
+        hi, found = got
+    else:
+        # Mixed pods are packed first-fit, which more capacity does not always help: keep the
+        # search that probes the whole set first, so the prefix found stays the one it finds.
+        first = search.fits(list(range(len(eligible))))
+        if first is None:
+            return None
+        found = first
+        hi = len(eligible)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            out = search.fits(list(range(mid)))
+            if out is not None:
+                hi, found = mid, out
+            else:
+                lo = mid + 1
     chosen = list(range(hi))
     if hi < len(eligible):
         again = search.fits(chosen)
@@ -182,3 +191,33 @@ def choose_victims(
         assert again is not None
         found = again
     return [eligible[i] for i in chosen], found
+
+
+def _gallop(search: _Search, lo: int, count: int) -> tuple[int, Outcome] | None:
+    """Shortest prefix of the candidates (at least `lo` long) that lets the gang start.
+
+    For identical pods a trial succeeds exactly when enough pods fit (in one domain of the
+    required level), which more victims never make false: the shortest prefix is unique, and any
+    search finds it. Probing lo, lo+1, lo+3, lo+7, … then bisecting the last gap keeps the trials
+    small when few victims are needed (the usual case), where probing the whole candidate list
+    first made every trial overlay hundreds of gangs. Returns the prefix length and a placement
+    with exactly that prefix gone."""
+    failed, step, p = lo - 1, 1, lo
+    while True:
+        p = min(p, count)
+        out = search.fits(list(range(p)))
+        if out is not None:
+            break
+        if p >= count:
+            return None
+        failed, p, step = p, lo + 2 * step - 1, 2 * step
+    hi, found = p, out
+    low = failed + 1
+    while low < hi:
+        mid = (low + hi) // 2
+        got = search.fits(list(range(mid)))
+        if got is not None:
+            hi, found = mid, got
+        else:
+            low = mid + 1
+    return hi, found

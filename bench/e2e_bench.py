@@ -206,13 +206,21 @@ def run_released(c: Cluster, run: int, scheduler: str) -> tuple[float, list[floa
     if gangs:
         for g in range(GANGS):
             c.custom.create_namespaced_custom_object(
-                "phalanx.dev", "v1alpha1", ns, "podgroups",
-                {"apiVersion": "phalanx.dev/v1alpha1", "kind": "PodGroup",
-                 "metadata": {"name": f"g{g}"}, "spec": {"minMember": GANG_SIZE}},
+                "phalanx.dev",
+                "v1alpha1",
+                ns,
+                "podgroups",
+                {
+                    "apiVersion": "phalanx.dev/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": f"g{g}"},
+                    "spec": {"minMember": GANG_SIZE},
+                },
             )
     names = [f"g{g}-{i}" for g in range(GANGS) for i in range(GANG_SIZE)]
-    create_pods(c, ns, [pod_body(n, scheduler, n.split("-")[0] if gangs else None, True)
-                        for n in names])
+    create_pods(
+        c, ns, [pod_body(n, scheduler, n.split("-")[0] if gangs else None, True) for n in names]
+    )
     time.sleep(3)  # let the scheduler see the (gated) pods
     rec = BindRecorder(c, ns).start()
     released = asyncio.run(_release(c, ns, names))
@@ -244,16 +252,33 @@ def main() -> None:
         c = Cluster(kubeconfig)
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
         c.custom.create_cluster_custom_object(
-            "phalanx.dev", "v1alpha1", "queues",
-            {"apiVersion": "phalanx.dev/v1alpha1", "kind": "Queue",
-             "metadata": {"name": "default"}, "spec": {}},
+            "phalanx.dev",
+            "v1alpha1",
+            "queues",
+            {
+                "apiVersion": "phalanx.dev/v1alpha1",
+                "kind": "Queue",
+                "metadata": {"name": "default"},
+                "spec": {},
+            },
         )
         nodes = [n.metadata.name for n in c.core.list_node().items]
         log_file = (REPO / "bench" / "results" / "e2e-operator.log").open("wb")
         op = subprocess.Popen(
-            [sys.executable, "-m", "phalanx", "run", "--kubeconfig", str(kubeconfig),
-             "--metrics-port", str(free_port()), "--health-port", str(free_port())],
-            stdout=log_file, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "phalanx",
+                "run",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-port",
+                str(free_port()),
+                "--health-port",
+                str(free_port()),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
         )
         time.sleep(8)
         results: dict[str, list[float]] = {"bare": [], "phalanx": [], "kube": []}
@@ -264,19 +289,35 @@ def main() -> None:
             results["phalanx"].append(ours)
             gang_lat.extend(lat)
             results["kube"].append(run_released(c, run, "default-scheduler")[0])
-            log(f"run {run + 1}/{RUNS}: bare {results['bare'][-1]:.0f}/s, phalanx "
-                f"{results['phalanx'][-1]:.0f}/s, kube-scheduler {results['kube'][-1]:.0f}/s")
+            log(
+                f"run {run + 1}/{RUNS}: bare {results['bare'][-1]:.0f}/s, phalanx "
+                f"{results['phalanx'][-1]:.0f}/s, kube-scheduler {results['kube'][-1]:.0f}/s"
+            )
 
         ns = fresh_namespace(c, "memory")
         per_gang = 8
         for g in range(MEMORY_PODS // per_gang):
             c.custom.create_namespaced_custom_object(
-                "phalanx.dev", "v1alpha1", ns, "podgroups",
-                {"apiVersion": "phalanx.dev/v1alpha1", "kind": "PodGroup",
-                 "metadata": {"name": f"m{g}"}, "spec": {"minMember": per_gang}},
+                "phalanx.dev",
+                "v1alpha1",
+                ns,
+                "podgroups",
+                {
+                    "apiVersion": "phalanx.dev/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": f"m{g}"},
+                    "spec": {"minMember": per_gang},
+                },
             )
-        create_pods(c, ns, [pod_body(f"m{g}-{i}", "phalanx", f"m{g}", False)
-                            for g in range(MEMORY_PODS // per_gang) for i in range(per_gang)])
+        create_pods(
+            c,
+            ns,
+            [
+                pod_body(f"m{g}-{i}", "phalanx", f"m{g}", False)
+                for g in range(MEMORY_PODS // per_gang)
+                for i in range(per_gang)
+            ],
+        )
         time.sleep(20)
         rss = operator_rss_mib(op.pid)
         lat_sorted = sorted(gang_lat)

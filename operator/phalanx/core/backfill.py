@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
+from phalanx.core.futuremin import ForeverBound, FutureMinCache
 from phalanx.core.placement import Outcome, place
 from phalanx.core.views import NodeCache, PlanCache, PlanNodeCache, PlanView, SweepMemo
 from phalanx.core.work import GangWork
@@ -45,10 +46,12 @@ def earliest_start(
     cache: PlanCache | None = None,
     node_cache: NodeCache | None = None,
     plan_nodes: PlanNodeCache | None = None,
+    future: FutureMinCache | None = None,
 ) -> Plan | None:
     """Earliest start at or after now (never before a release), or None if the timeline never
     frees enough (e.g. the capacity is held by gangs without a time limit). `cache` carries leaf
-    capacities from one sweep to the next (see `SweepMemo`)."""
+    capacities from one sweep to the next (see `SweepMemo`), `future` per-node minima for gangs
+    that never end (see `ForeverBound`)."""
     shapes, duration = work.shapes, work.duration
     required_level, preferred_level = work.required_level, work.preferred_level
     events = state.events
@@ -94,6 +97,10 @@ def earliest_start(
                         bound[leaf] += d
                         total_bound += d
 
+    # Identical GPU pods that never end: a tighter bound, used only to skip doomed attempts.
+    forever: ForeverBound | None = None
+    if homog and duration == math.inf:
+        forever = ForeverBound(state, g, future if future is not None else {})
     attempts = 0
     i, count = 0, len(events)
     h, hcount = 0, len(holds)
@@ -130,6 +137,8 @@ def earliest_start(
             node_dirty[n] += 1
             if not usable[n]:
                 continue
+            if forever is not None:
+                forever.moved(n, node_dirty[n])
             if cap is not None:
                 c = cap[n]
                 o = c if old > c else old
@@ -151,6 +160,12 @@ def earliest_start(
             if total_bound < k or (per_leaf and max(bound) < k):
                 continue
         elif per_leaf and max(leaf_gpu) < need:
+            continue
+        if forever is not None and (forever.total < k or (per_leaf and max(forever.bound) < k)):
+            # The placement would fail: count it as the failed attempt it would have been.
+            attempts += 1
+            if attempts >= MAX_ATTEMPTS:
+                return None
             continue
         view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo)
         out = place(view, shapes, required_level, preferred_level)

@@ -27,6 +27,7 @@ from typing import Any
 from phalanx.core.backfill import Plan, earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
+from phalanx.core.futuremin import FutureMinCache
 from phalanx.core.model import (
     CycleResult,
     Eviction,
@@ -74,6 +75,8 @@ class _Cycle:
     #: Per-node answers: now (shared by every view of the present) and at sweep times.
     node_cache: NodeCache = field(default_factory=dict)
     plan_nodes: PlanNodeCache = field(default_factory=dict)
+    #: Per-node least-future-GPU lists for sweeps of gangs that never end (see `ForeverBound`).
+    future: FutureMinCache = field(default_factory=dict)
     #: Leaf capacities ignoring holds (to tell "reserved" from "too small" in messages).
     loose_cache: LeafCache = field(default_factory=dict)
     #: Eviction searches that found nothing: key → [(pods, duration)].
@@ -423,12 +426,12 @@ class Scheduler:
         c = self.c
         return {"cache": c.plan_cache, "node_cache": c.node_cache, "plan_nodes": c.plan_nodes}
 
-    def _may_plan(self, w: GangWork) -> bool:
-        return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
-
     def plan(self, w: GangWork) -> Plan | None:
         self.c.depth_used += 1
-        return earliest_start(self.state, w, self.now, **self._caches())
+        return earliest_start(self.state, w, self.now, future=self.c.future, **self._caches())
+
+    def _may_plan(self, w: GangWork) -> bool:
+        return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
 
     # -- explanations --------------------------------------------------------------------------
 

@@ -27,9 +27,12 @@ from phalanx.core import (
     RunningGang,
     RunningMember,
     Snapshot,
+    backfill,
 )
 from phalanx.core.backfill import earliest_start, start_on_due
+from phalanx.core.capacity import ClusterState
 from phalanx.core.duenow import DueNow
+from phalanx.core.futuremin import FutureMinCache, future_minima
 from phalanx.core.placement import place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.views import NowView, PlanCache, PlanNodeCache, TrialCache, TrialView
@@ -271,3 +274,53 @@ def test_node_answers_survive_a_neighbours_hold_correctly(seed: int) -> None:
                 for s in w.shapes:
                     for m in range(len(state.free)):
                         assert cached.node_count(s, m) == fresh.node_count(s, m)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_future_minima_are_the_window_capacity_of_a_gang_that_never_ends(seed: int) -> None:
+    """At every sweep time, a node's suffix minimum (indexed by its events applied by then) is
+    the GPU count `window_capacity` gives a window that never ends: the bound is exact."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    state = prep.state
+    for n in range(len(state.free)):
+        minima = future_minima(state, n)
+        times = sorted(
+            {NOW}
+            | {r.time for r in state.releases[n]}
+            | {h.start for h in state.holds[n]}
+            | {h.end for h in state.holds[n] if h.end < math.inf}
+        )
+        for t in times:
+            applied = [r for r in state.releases[n] if r.time <= t]
+            base = list(state.free[n])
+            for r in applied:
+                base = [a + b for a, b in zip(base, r.vec, strict=True)]
+            events = len(applied) + sum((h.start <= t) + (h.end <= t) for h in state.holds[n])
+            want = state.window_capacity(n, t, math.inf, base, len(applied))[0]
+            assert minima[events] == want
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_forever_bound_only_skips_attempts_that_would_fail(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sweeps of gangs that never end answer the same with the bound as without it."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    forever = [w for w in prep.works if w.duration == math.inf]
+    with_bound = [_plan(prep, w, None) for w in forever]
+
+    class NoBound(backfill.ForeverBound):
+        def __init__(self, state: ClusterState, g: int, cache: FutureMinCache) -> None:
+            super().__init__(state, g, cache)
+            self.total = 1 << 30
+            self.bound = [1 << 30] * len(self.bound)
+
+        def moved(self, n: int, applied: int) -> None:
+            return
+
+    monkeypatch.setattr(backfill, "ForeverBound", NoBound)
+    assert [_plan(prep, w, None) for w in forever] == with_bound

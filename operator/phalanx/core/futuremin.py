@@ -1,0 +1,95 @@
+"""The least a node will have free from a sweep time on: a tight bound for gangs that never end.
+
+The backfill sweep decides whether a placement attempt at time t is worth making from per-node
+GPU counts at t. For a gang without a time limit that count is loose: the gang needs the capacity
+at every instant from t on, and a reservation starting later takes its share at its start. The
+window capacity `PlanView` computes for such a gang is exactly the minimum, over t and every later
+instant, of the node's GPUs at that instant — and the node's GPUs only change at its own events
+(releases, hold starts and ends). So per node, the suffix minimum over its event groups, indexed
+by how many of its events the sweep has applied (`SweepMemo.node_dirty`), is that window's GPU
+count, and whole pods of g GPUs per node bound what the placement can find. An attempt the bound
+rules out would fail; the sweep counts it as a failed attempt without making it, so its attempt
+budget and therefore its answers are unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from phalanx.core.capacity import ClusterState
+
+#: node → (node stamp, suffix minima by events applied).
+FutureMinCache = dict[int, tuple[int, list[int]]]
+
+
+def future_minima(state: ClusterState, n: int) -> list[int]:
+    """`out[j]`: the least GPUs node `n` has at any instant once its first j events (in time
+    order) have happened. Only counts at the end of a group of same-time events are instants."""
+    evs = [(r.time, r.vec[0]) for r in state.releases[n]]
+    for h in state.holds[n]:
+        evs.append((h.start, -h.vec[0]))
+        if h.end < math.inf:
+            evs.append((h.end, h.vec[0]))
+    evs.sort(key=lambda e: e[0])
+    count = len(evs)
+    value = state.free[n][0]
+    at: list[int | None] = [None] * (count + 1)
+    at[0] = value
+    for i, (t, d) in enumerate(evs):
+        value += d
+        if i + 1 == count or evs[i + 1][0] > t:
+            at[i + 1] = value
+    out = [0] * (count + 1)
+    run = math.inf
+    for j in range(count, -1, -1):
+        v = at[j]
+        if v is not None and v < run:
+            run = v
+        out[j] = int(run)
+    return out
+
+
+class ForeverBound:
+    """Per sweep, for identical pods of `g` GPUs and a gang that never ends: how many pods each
+    leaf and the cluster could hold from the sweep time on (an upper bound of the placement)."""
+
+    __slots__ = ("bound", "cache", "g", "minima", "state", "total")
+
+    def __init__(self, state: ClusterState, g: int, cache: FutureMinCache) -> None:
+        self.state = state
+        self.g = g
+        self.cache = cache
+        self.minima: dict[int, list[int]] = {}
+        self.bound = [sum(c * (v // g) for v, c in hist.items()) for hist in state.leaf_hist]
+        leaf_of, usable, free = state.topo.leaf_of, state.usable, state.free
+        # Nodes without events count their free GPUs, as in the histogram; fix the others.
+        for n in sorted(state.timeline_nodes):
+            if usable[n]:
+                f = free[n][0]
+                m = self._minima(n)[0]
+                d = max(0, m) // g - max(0, f) // g
+                if d:
+                    self.bound[leaf_of[n]] += d
+        self.total = sum(self.bound)
+
+    def _minima(self, n: int) -> list[int]:
+        got = self.minima.get(n)
+        if got is None:
+            stamp = self.state.node_version[n]
+            hit = self.cache.get(n)
+            if hit is None or hit[0] != stamp:
+                hit = self.cache[n] = (stamp, future_minima(self.state, n))
+            got = self.minima[n] = hit[1]
+        return got
+
+    def moved(self, n: int, applied: int) -> None:
+        """Node `n` (usable) has had its `applied`-th event applied by the sweep."""
+        m = self._minima(n)
+        g = self.g
+        a, b = m[applied - 1], m[applied]
+        d = (b if b > 0 else 0) // g - (a if a > 0 else 0) // g
+        if d:
+            self.bound[self.state.topo.leaf_of[n]] += d
+            self.total += d

@@ -20,6 +20,7 @@ insertion order of sorted inputs, so the same snapshot always gives the same res
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -671,13 +672,26 @@ def _victim_list(victims: list[RunState]) -> str:
 
 
 def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
-    """Run one scheduling cycle over `snapshot` (pure: same inputs, same result)."""
-    prep = prepare(snapshot, policy, now)
-    scaled, scale = _queue_shares(prep, policy)
-    sched = Scheduler(prep, policy, now)
-    sched.run()
-    sched.place_extras()
-    return _result(prep, sched, scaled, scale)
+    """Run one scheduling cycle over `snapshot` (pure: same inputs, same result).
+
+    The cyclic garbage collector is paused for the cycle (and restored as it was): a cycle
+    allocates hundreds of thousands of small, mostly long-lived objects (cache keys and answers),
+    which made the collector run its full passes over them and the whole snapshot again and
+    again — 10–20% of a large cycle, for no garbage (the cycle's structures are freed by reference
+    counting when it returns)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        prep = prepare(snapshot, policy, now)
+        scaled, scale = _queue_shares(prep, policy)
+        sched = Scheduler(prep, policy, now)
+        sched.run()
+        sched.place_extras()
+        prep.state.due = None  # the one reference cycle (state ↔ DueNow): let refcounting free it
+        return _result(prep, sched, scaled, scale)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _result(prep: Prepared, sched: Scheduler, scaled: bool, scale: float) -> CycleResult:

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.core import preemption, reclaim
 from phalanx.core.backfill import Plan, earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
@@ -42,10 +43,9 @@ from phalanx.core.model import (
 )
 from phalanx.core.ordering import GangKey, gang_order, queue_key
 from phalanx.core.placement import Outcome, Shape, place
-from phalanx.core.preemption import preemption_candidates
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
-from phalanx.core.reclaim import can_reclaim, keeps_victim_share, reclaim_candidates
+from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.victims import choose_victims
 from phalanx.core.views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
@@ -146,6 +146,9 @@ class Scheduler:
         self.policy = policy
         self.now = now
         self.state = prep.state
+        #: Eviction candidates in preference order, sorted once when first needed.
+        self._reclaim_order: list[RunState] | None = None
+        self._preempt_order: dict[str, list[RunState]] | None = None
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
         self.lowest: dict[str, int] = {}
         for r in prep.running:
@@ -283,7 +286,9 @@ class Scheduler:
         """Reclaim, then preemption; returns the description and the placement it allows."""
         prep, now = self.prep, self.now
         if self.policy.reclaim and can_reclaim(w) and not self._hopeless("reclaim", w):
-            cands = reclaim_candidates(w, prep.running, prep.queues, now)
+            if self._reclaim_order is None:
+                self._reclaim_order = reclaim.reclaim_order(prep.running, prep.queues, now)
+            cands = reclaim.candidates_from(self._reclaim_order, w, prep.queues)
             if cands:
                 guard = keeps_victim_share(prep.queues)
                 got = choose_victims(
@@ -295,7 +300,9 @@ class Scheduler:
                     return "reclaiming from " + _victim_list(victims), out
             self._no_victims("reclaim", w)
         if self.policy.preemption and not self._hopeless("preempt", w):
-            cands = preemption_candidates(w, prep.running, now)
+            if self._preempt_order is None:
+                self._preempt_order = preemption.preemption_order(prep.running, now)
+            cands = preemption.candidates_from(self._preempt_order, w)
             if cands:
                 got = choose_victims(
                     self.state, w, cands, _any, now, self.c.cache, self.c.node_cache

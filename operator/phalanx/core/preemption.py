@@ -23,3 +23,30 @@ def preemption_candidates(work: GangWork, running: list[RunState], now: float) -
     ]
     out.sort(key=lambda r: (r.gang.priority, max(0.0, now - r.gang.start_time), r.gang.id))
     return out
+
+
+def preemption_order(running: list[RunState], now: float) -> dict[str, list[RunState]]:
+    """Per queue, the gangs preemption may ever pick, in eviction-preference order.
+
+    The order is fixed for the cycle (priority first), so the candidates of a gang are the prefix
+    of its queue's list below its priority, minus gangs evicted since: computed once instead of
+    filtering and sorting every running gang for each gang that asks."""
+    out: dict[str, list[RunState]] = {}
+    for r in running:
+        if not (r.gang.evicting or r.gang.protected):
+            out.setdefault(r.gang.queue, []).append(r)
+    for items in out.values():
+        items.sort(key=lambda r: (r.gang.priority, max(0.0, now - r.gang.start_time), r.gang.id))
+    return out
+
+
+def candidates_from(order: dict[str, list[RunState]], work: GangWork) -> list[RunState]:
+    """`preemption_candidates(work, …)` read off `preemption_order`."""
+    prio = work.gang.priority
+    out: list[RunState] = []
+    for r in order.get(work.queue.name, ()):
+        if r.gang.priority >= prio:
+            break
+        if not r.evicted:
+            out.append(r)
+    return out

@@ -80,3 +80,38 @@ def keeps_victim_share(
         return q.alloc_fair - taken.get(q.name, 0) - cand.fair >= q.deserved
 
     return allowed
+
+
+def reclaim_order(
+    running: list[RunState], queues: dict[str, QueueState], now: float
+) -> list[RunState]:
+    """The running gangs reclaim may ever pick, in eviction-preference order (fixed for the
+    cycle); `candidates_from` applies what changes during the walk."""
+    out = [
+        r
+        for r in running
+        if not (r.gang.evicting or r.gang.protected)
+        and (q := queues.get(r.gang.queue)) is not None
+        and q.queue.reclaimable
+    ]
+    out.sort(
+        key=lambda r: (
+            queues[r.gang.queue].queue.priority,
+            r.gang.priority,
+            max(0.0, now - r.gang.start_time),
+            r.gang.id,
+        )
+    )
+    return out
+
+
+def candidates_from(
+    order: list[RunState], work: GangWork, queues: dict[str, QueueState]
+) -> list[RunState]:
+    """`reclaim_candidates(work, …)` read off `reclaim_order`."""
+    own = work.queue.name
+    return [
+        r
+        for r in order
+        if not r.evicted and r.gang.queue != own and queues[r.gang.queue].over_share
+    ]

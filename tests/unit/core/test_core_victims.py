@@ -1,12 +1,15 @@
-"""The victim search's galloping probe finds the same shortest prefix as trying every prefix."""
+"""Victim search: the galloping probe finds the same shortest prefix as trying every prefix, and
+candidates read off once-sorted orders are those filtered and sorted per gang."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from test_core_caches import NOW, _add_holds, _cluster
 
+from phalanx.core import preemption, reclaim
 from phalanx.core.victims import _gallop, _Search
 
 
@@ -35,3 +38,29 @@ def test_gallop_finds_the_shortest_prefix(seed: int) -> None:
         assert hi == want
         again = search.fits(list(range(hi)))
         assert again is not None and out.assignment == again.assignment
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_candidate_orders_match_filtering_every_time(seed: int) -> None:
+    """Candidates read off the once-sorted orders equal those filtered and sorted per gang, as
+    gangs get evicted and queues move over or under their share."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    for w in prep.works:
+        w.gang = replace(w.gang, priority=rng.choice((0, 5, 10, 20)))
+    for q in prep.queues.values():
+        q.deserved = rng.randint(0, 8)
+    p_order = preemption.preemption_order(prep.running, NOW)
+    r_order = reclaim.reclaim_order(prep.running, prep.queues, NOW)
+    for _ in range(4):
+        for w in prep.works:
+            assert preemption.candidates_from(p_order, w) == preemption.preemption_candidates(
+                w, prep.running, NOW
+            )
+            assert reclaim.candidates_from(r_order, w, prep.queues) == reclaim.reclaim_candidates(
+                w, prep.running, prep.queues, NOW
+            )
+        for r in rng.sample(prep.running, k=min(2, len(prep.running))):
+            r.evicted = True
+        for q in prep.queues.values():
+            q.alloc_fair = rng.randint(0, 10)

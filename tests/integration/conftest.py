@@ -65,7 +65,7 @@ def _connect(kubeconfig: Path) -> Cluster:
     return Cluster(kubeconfig, api_client)
 
 
-TEST_CLUSTER = "phalanx-test"
+TEST_CLUSTER = os.environ.get("PHALANX_TEST_CLUSTER", "phalanx-test")
 
 
 @pytest.fixture(scope="session")

@@ -227,3 +227,54 @@ def test_required_leaf_lands_under_one_leaf_and_preferred_spans_the_fewest(
     )
     assert status["pendingDetail"]["bestDomainFreeGPUs"] < 32
     assert not any(nodes_of(cluster, ns, "strict").values())
+
+
+def test_a_pod_larger_than_any_node_gets_a_reason_and_disturbs_nothing_else(
+    cluster: Cluster, phalanx_api: Any, ns: str, operator: OperatorProcess
+) -> None:
+    custom = phalanx_api
+    submit_gang(cluster, custom, ns, "huge", 1, 16)  # nodes have 8 GPUs
+    submit_gang(cluster, custom, ns, "fine", 2, 8)
+    wait_bound_whole(cluster, ns, "fine", 2)
+    status = wait_for(
+        lambda: (
+            (s := group_status(custom, ns, "huge"))
+            and (c := scheduled(s))
+            and c["status"] == "False"
+            and s
+        ),
+        timeout=30,
+        what="`huge` to report why it cannot be scheduled",
+    )
+    cond = scheduled(status)
+    assert cond is not None and cond["reason"] in ("InsufficientCapacity", "Invalid")
+    assert "16" in cond["message"], cond["message"]
+    assert not any(nodes_of(cluster, ns, "huge").values())
+    events = cluster.core.list_namespaced_event(ns, field_selector="involvedObject.name=huge").items
+    assert any(e.reason == cond["reason"] for e in events), [e.reason for e in events]
+
+
+def test_metrics_are_served_with_the_documented_names(
+    cluster: Cluster, phalanx_api: Any, ns: str, operator: OperatorProcess
+) -> None:
+    submit_gang(cluster, phalanx_api, ns, "m", 2, 8)
+    wait_bound_whole(cluster, ns, "m", 2)
+    text = wait_for(
+        lambda: (t := operator.metrics()) and "phalanx_gang_wait_seconds_count" in t and t,
+        timeout=30,
+        what="the gang wait histogram to be exported",
+    )
+    for name in (
+        "phalanx_scheduling_cycle_seconds",
+        "phalanx_gang_wait_seconds",
+        "phalanx_gang_partial_bound_seconds",
+        "phalanx_binds_total",
+        "phalanx_evictions_total",
+        "phalanx_queue_deserved",
+        "phalanx_queue_allocated",
+        "phalanx_queue_pending_gangs",
+        "phalanx_gpus",
+        "phalanx_gang_leaves_spanned",
+    ):
+        assert name in text, f"{name} missing from /metrics"
+    assert 'phalanx_binds_total{result="ok"}' in text

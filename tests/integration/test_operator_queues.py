@@ -160,3 +160,58 @@ def _ts(text: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_victim_protected_by_a_disruption_budget_is_skipped_for_another(
+    cluster: Cluster, phalanx_api: Any, ns: str, two_queues: tuple[str, str]
+) -> None:
+    custom = phalanx_api
+    team_a, team_b = two_queues
+    policy = __import__("kubernetes").client.PolicyV1Api(cluster.api_client)
+
+    def gang(name: str, queue: str, pods: int, labels: dict[str, str]) -> None:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(name, pods, queue=queue)
+        )
+        for i in range(pods):
+            body = gang_pod(f"{name}-{i}", name, 8)
+            body["metadata"]["labels"].update(labels)
+            cluster.core.create_namespaced_pod(ns, body)
+
+    # Team A fills the cluster with four 32-GPU gangs; reclaiming 32 GPUs for team B takes one
+    # (a 64-GPU gang would take team A below its deserved share). The youngest gang loses the
+    # least run time, so it is the natural victim — unless a PodDisruptionBudget that allows no
+    # disruption protects it.
+    for name in ("older-0", "older-1", "older-2"):
+        gang(name, team_a, 4, {"app": name})
+        wait_bound_whole(cluster, ns, name, 4)
+    time.sleep(2)
+    gang("younger", team_a, 4, {"app": "younger"})
+    wait_bound_whole(cluster, ns, "younger", 4)
+    policy.create_namespaced_pod_disruption_budget(
+        ns,
+        {
+            "metadata": {"name": "keep-younger"},
+            "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "younger"}}},
+        },
+    )
+    wait_for(
+        lambda: (
+            (b := policy.read_namespaced_pod_disruption_budget("keep-younger", ns).status)
+            and b.current_healthy == 4
+            and b.disruptions_allowed == 0
+        ),
+        timeout=60,
+        what="the disruption budget to see 4 healthy pods (0 disruptions allowed)",
+    )
+    gang("claim", team_b, 4, {})
+    wait_bound_whole(cluster, ns, "claim", 4)
+    reclaimed = [
+        g
+        for g in ("older-0", "older-1", "older-2")
+        if (c := _condition(group_status(custom, ns, g), "Evicted")) and c["status"] == "True"
+    ]
+    assert len(reclaimed) == 1, f"expected one unprotected gang reclaimed, got {reclaimed}"
+    younger = _condition(group_status(custom, ns, "younger"), "Evicted")
+    assert younger is None or younger["status"] == "False", younger
+    assert all(nodes_of(cluster, ns, "younger").values())

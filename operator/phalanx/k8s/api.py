@@ -219,5 +219,5 @@ class Api:
         }
         try:
             await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
-        except ApiException:
+        except (ApiException, ApiError):
             return

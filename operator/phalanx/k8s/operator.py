@@ -26,10 +26,12 @@ from phalanx.k8s.api import Api, connect
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import (
+    BudgetRec,
     GroupRec,
     NodeRec,
     PodRec,
     QueueRec,
+    budget_record,
     group_record,
     node_record,
     pod_record,
@@ -62,7 +64,8 @@ class IndexSource:
         groups: list[GroupRec] = self._values("phalanx_groups")
         queues: list[QueueRec] = self._values("phalanx_queues")
         classes = dict(self._values("phalanx_priority_classes"))
-        return Records(nodes, pods, groups, queues, classes)
+        budgets: list[BudgetRec] = self._values("phalanx_budgets")
+        return Records(nodes, pods, groups, queues, classes, budgets)
 
 
 def build_registry(config: OperatorConfig, source: IndexSource, poke: Any) -> kopf.OperatorRegistry:
@@ -122,6 +125,11 @@ def build_registry(config: OperatorConfig, source: IndexSource, poke: Any) -> ko
         body: kopf.Body, name: str, **_: Any
     ) -> dict[str, tuple[str, int]]:
         return {name: (name, int(body.get("value") or 0))}
+
+    @kopf.index("policy", "v1", "poddisruptionbudgets", registry=registry, id="phalanx_budgets")
+    def phalanx_budgets(body: kopf.Body, **_: Any) -> dict[str, BudgetRec]:
+        rec = budget_record(body)
+        return {f"{rec.namespace}/{rec.name}": rec}
 
     @kopf.on.event("", "v1", "namespaces", registry=registry)
     def synced(**kwargs: Any) -> None:

@@ -63,6 +63,7 @@ class PodRec:
     created: float = 0.0
     gated: bool = False
     """Has scheduling gates: not ready to be scheduled (as for kube-scheduler)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
     error: str | None = None
 
     @property
@@ -110,6 +111,47 @@ class QueueRec:
     usage_updated: float | None
     status: Mapping[str, Any]
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRec:
+    """A PodDisruptionBudget, reduced to what decides whether a gang may be evicted now."""
+
+    namespace: str
+    name: str
+    match_labels: Mapping[str, str]
+    match_expressions: tuple[MatchExpression, ...]
+    disruptions_allowed: int
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for e in self.match_expressions:
+            value = labels.get(e.key)
+            if e.operator == "In" and value not in e.values:
+                return False
+            if e.operator == "NotIn" and value in e.values:
+                return False
+            if e.operator == "Exists" and value is None:
+                return False
+            if e.operator == "DoesNotExist" and value is not None:
+                return False
+        return True
+
+
+def budget_record(body: Mapping[str, Any]) -> BudgetRec:
+    meta, spec = body.get("metadata", {}), body.get("spec", {})
+    selector = spec.get("selector") or {}
+    return BudgetRec(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        match_labels=dict(selector.get("matchLabels") or {}),
+        match_expressions=tuple(
+            MatchExpression(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in selector.get("matchExpressions") or []
+        ),
+        disruptions_allowed=int((body.get("status") or {}).get("disruptionsAllowed") or 0),
+    )
 
 
 def node_record(body: Mapping[str, Any]) -> NodeRec:
@@ -220,6 +262,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         controlled=any(o.get("controller") for o in owners),
         created=parse_time(meta.get("creationTimestamp")) or 0.0,
         gated=bool(spec.get("schedulingGates")),
+        labels=dict(meta.get("labels") or {}),
         error=error,
     )
 

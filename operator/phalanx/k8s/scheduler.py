@@ -35,7 +35,7 @@ from phalanx.core import (
 )
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.metrics import Metrics
-from phalanx.k8s.records import GroupRec, NodeRec, PodRec, QueueRec
+from phalanx.k8s.records import BudgetRec, GroupRec, NodeRec, PodRec, QueueRec
 from phalanx.k8s.status import (
     condition,
     diff,
@@ -58,6 +58,7 @@ class Records:
     groups: list[GroupRec]
     queues: list[QueueRec]
     priority_classes: Mapping[str, int]
+    budgets: list[BudgetRec] = dataclasses.field(default_factory=list)
 
 
 class Source(Protocol):
@@ -220,6 +221,7 @@ class Scheduler:
             usage=self.usage,
             half_life=self.config.usage_half_life_s,
             now=now,
+            budgets=records.budgets,
         )
 
     def _forget_caught_up(self, pods: Iterable[PodRec], now: float) -> None:
@@ -307,6 +309,9 @@ class Scheduler:
         self.metrics.evictions_total.labels(reason=reason).inc()
         blocked = []
         for pod in gang.bound(self.assumed):
+            self._emit(
+                _ref_pod(pod), reason, f"evicted with its gang {gang.key}: {message}", "Warning"
+            )
             try:
                 await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
             except ApiError as exc:
@@ -327,6 +332,10 @@ class Scheduler:
             self._emit(_ref_group(gang), reason, f"gang evicted: {message}", "Warning")
         if blocked:
             log.warning("eviction of %s blocked by a disruption budget for %s", gang.key, blocked)
+            if len(blocked) == len(gang.bound(self.assumed)):
+                # Nothing was evicted: forget the decision so the next cycle, which sees the
+                # budget, picks another victim instead of waiting on this one.
+                self.evicting.pop(gang.key, None)
 
     # -- 6. binding -------------------------------------------------------------------------
 

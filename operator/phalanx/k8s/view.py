@@ -26,7 +26,7 @@ from phalanx.core import (
     Snapshot,
     decay_usage,
 )
-from phalanx.k8s.records import GroupRec, NodeRec, PodRec, QueueRec
+from phalanx.k8s.records import BudgetRec, GroupRec, NodeRec, PodRec, QueueRec
 
 
 @dataclass
@@ -73,6 +73,7 @@ def build_view(
     usage: Mapping[str, float],
     half_life: float,
     now: float,
+    budgets: Iterable[BudgetRec] = (),
 ) -> View:
     nodes = list(nodes)
     node_names = {n.name for n in nodes}
@@ -117,6 +118,7 @@ def build_view(
             continue
         gang.pods.append(pod)
 
+    blocking = [b for b in budgets if b.disruptions_allowed <= 0]
     running: list[RunningGang] = []
     pending: list[PendingGang] = []
     running_keys, pending_keys, partial_keys = set(), set(), set()
@@ -142,6 +144,13 @@ def build_view(
                     priority=priority,
                     start_time=_start_time(gang, bound, now),
                     time_limit=_time_limit(gang.group, queue),
+                    # A budget that allows no disruption now protects the gang from reclaim
+                    # and preemption: the core picks another victim.
+                    protected=any(
+                        b.namespace == p.namespace and b.selects(p.labels)
+                        for b in blocking
+                        for p in bound
+                    ),
                     evicting=key in evicting,
                 )
             )

@@ -158,3 +158,34 @@ def test_pods_with_scheduling_gates_are_not_members_yet() -> None:
     gated["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
     v = view([node("n1")], [gated, pod("b", group="g")], [group("g", 2)])
     assert [p.name for p in v.gangs["ns/g"].pods] == ["b"]
+
+
+def test_a_budget_allowing_no_disruption_protects_the_running_gang_it_selects() -> None:
+    from phalanx.k8s.records import budget_record
+
+    pods = [pod("a", group="g", node_name="n1"), pod("b", group="h", node_name="n2")]
+    pods[0]["metadata"]["labels"]["app"] = "train"
+    pods[1]["metadata"]["labels"]["app"] = "other"
+    budget = budget_record(
+        {
+            "metadata": {"name": "pdb", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "train"}}},
+            "status": {"disruptionsAllowed": 0},
+        }
+    )
+    v = build_view(
+        nodes=[node_record(node("n1")), node_record(node("n2"))],
+        pods=[pod_record(p) for p in pods],
+        groups=[group_record(group("g", 1)), group_record(group("h", 1))],
+        queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
+        priority_classes={},
+        scheduler_name="phalanx",
+        assumed={},
+        evicting=set(),
+        usage={},
+        half_life=3600,
+        now=1000.0,
+        budgets=[budget],
+    )
+    protected = {g.id: g.protected for g in v.snapshot.running}
+    assert protected == {"ns/g": True, "ns/h": False}

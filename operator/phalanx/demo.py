@@ -113,7 +113,9 @@ def show(kubeconfig: Path, items: list[dict[str, Any]]) -> None:
     )
     for g in sorted(items, key=lambda g: g["metadata"]["name"]):
         st, spec = g.get("status", {}), g["spec"]
-        cond = next((c for c in st.get("conditions", []) if c["type"] == "Scheduled"), {})
+        cond: dict[str, Any] = next(
+            (c for c in st.get("conditions", []) if c["type"] == "Scheduled"), {}
+        )
         nodes = st.get("placement", {}).get("nodes", [])
         leaves = sorted({leaf_of.get(n, "?") for n in nodes})
         why = cond.get("message", "") if cond.get("status") != "True" else ""

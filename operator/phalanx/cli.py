@@ -27,6 +27,17 @@ dev_cluster = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(dev_cluster, name="dev-cluster")
+
+
+def _register_simulate() -> None:
+    from phalanx.sim.cli import simulate
+
+    app.command("simulate", help="Replay a trace through the scheduling core, no cluster.")(
+        simulate
+    )
+
+
+_register_simulate()
 err = Console(stderr=True, soft_wrap=True)
 NameOpt = Annotated[str, typer.Option("--name", help="Cluster name, for running several.")]
 

@@ -68,6 +68,8 @@ class ClusterState:
         #: capacity, releases, holds); stamps are never reused, so they key per-node caches.
         self.node_version = [0] * len(free)
         self._tick = 0
+        #: The leaf of every node change, in order (`ShapeCaps` replays it to stay current).
+        self.leaf_log: list[int] = []
         self.total_gpu = 0
         for n, vec in enumerate(free):
             if usable[n]:
@@ -107,6 +109,7 @@ class ClusterState:
     def _touch(self, n: int) -> None:
         self._tick += 1
         self.node_version[n] = self._tick
+        self.leaf_log.append(self.topo.leaf_of[n])
         if self.due is not None:
             self.due.refresh(n)
 

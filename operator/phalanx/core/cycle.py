@@ -47,6 +47,7 @@ from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
 from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
+from phalanx.core.shapecaps import ShapeCapsCache
 from phalanx.core.victims import choose_victims
 from phalanx.core.views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
 from phalanx.core.work import GangWork, QueueState, RunState
@@ -76,6 +77,8 @@ class _Cycle:
     #: Per-node answers: now (shared by every view of the present) and at sweep times.
     node_cache: NodeCache = field(default_factory=dict)
     plan_nodes: PlanNodeCache = field(default_factory=dict)
+    #: Per (shape, window end): leaves with room now, kept current (see `ShapeCaps`).
+    shape_caps: ShapeCapsCache = field(default_factory=dict)
     #: Per-node least-future-GPU lists for sweeps of gangs that never end (see `ForeverBound`).
     future: FutureMinCache = field(default_factory=dict)
     #: Leaf capacities ignoring holds (to tell "reserved" from "too small" in messages).
@@ -172,7 +175,14 @@ class Scheduler:
             out = Outcome(None)
         else:
             out = place(
-                NowView(self.state, self.now, end, self.c.cache, node_cache=self.c.node_cache),
+                NowView(
+                    self.state,
+                    self.now,
+                    end,
+                    self.c.cache,
+                    node_cache=self.c.node_cache,
+                    index=self.c.shape_caps,
+                ),
                 w.shapes,
                 w.required_level,
                 w.preferred_level,

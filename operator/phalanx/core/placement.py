@@ -83,6 +83,11 @@ class CapacityView(Protocol):
         """How many `shape` pods fit on node n (implementations cache it per node state)."""
         ...
 
+    def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
+        """(leaf, pods > 0) over the shape's feasible leaves in leaf order, skipping leaves with
+        fewer free GPUs than one pod — from an index, or None to visit every leaf."""
+        ...
+
 
 def compute_leaf_counts(
     view: CapacityView, shape: Shape, leaf: int
@@ -194,13 +199,17 @@ def _homogeneous(
     """Place k pods of one shape; returns [(leaf, pods)] and the explanatory numbers."""
     topo = view.topo
     g = shape.gpu
+    indexed = view.shape_caps(shape)
     caps: list[tuple[int, int]] = []
-    for leaf in shape.feasible.leaves:
-        if g and view.leaf_upper_gpu(leaf) < g:
-            continue
-        c, _ = view.leaf_counts(shape, leaf)
-        if c > 0:
-            caps.append((leaf, c))
+    if indexed is not None:
+        caps = indexed
+    else:
+        for leaf in shape.feasible.leaves:
+            if g and view.leaf_upper_gpu(leaf) < g:
+                continue
+            c, _ = view.leaf_counts(shape, leaf)
+            if c > 0:
+                caps.append((leaf, c))
     fit = sum(c for _, c in caps)
     info = Outcome(None, fit_pods=fit)
     if fit < k:

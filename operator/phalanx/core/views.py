@@ -16,6 +16,7 @@ from __future__ import annotations
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Shape, compute_leaf_counts
 from phalanx.core.resources import count_fit
+from phalanx.core.shapecaps import ShapeCaps, ShapeCapsCache
 from phalanx.core.topology import Topology
 
 LeafCache = dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]]
@@ -26,7 +27,7 @@ NodeCache = dict[tuple[int, int, int, int], int]
 class NowView:
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "ignore", "node_cache", "now", "state", "topo")
+    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "state", "topo")
 
     def __init__(
         self,
@@ -36,8 +37,11 @@ class NowView:
         cache: LeafCache,
         ignore: frozenset[str] = frozenset(),
         node_cache: NodeCache | None = None,
+        index: ShapeCapsCache | None = None,
     ) -> None:
         self.state = state
+        #: Per-shape leaf capacities kept current (see `ShapeCaps`); only plain views use it.
+        self.index = index
         #: Per-node answers survive a change elsewhere in the leaf, which invalidates the
         #: leaf's cached answer: recomputing the leaf then re-evaluates only the changed node.
         self.node_cache: NodeCache = node_cache if node_cache is not None else {}
@@ -64,6 +68,15 @@ class NowView:
         if hit is None:
             hit = self.node_cache[key] = count_fit(self.node_capacity(n), shape.req)
         return hit
+
+    def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
+        if self.index is None or self.ignore:
+            return None
+        key = (shape.id, self.end)
+        idx = self.index.get(key)
+        if idx is None:
+            idx = self.index[key] = ShapeCaps()
+        return idx.current(self, shape)
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         st = self.state
@@ -142,6 +155,9 @@ class PlanView:
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         return self.leaf_gpu[leaf]
+
+    def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
+        return None
 
     def node_capacity(self, n: int) -> list[int]:
         st, t = self.state, self.t
@@ -236,6 +252,9 @@ class TrialView(NowView):
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         return self.state.leaf_gpu[leaf] + self.leaf_extra.get(leaf, 0)
+
+    def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
+        return None
 
     def node_capacity(self, n: int) -> list[int]:
         st = self.state

@@ -35,6 +35,7 @@ from phalanx.core.duenow import DueNow
 from phalanx.core.futuremin import FutureMinCache, future_minima
 from phalanx.core.placement import place
 from phalanx.core.prepare import Prepared, prepare
+from phalanx.core.shapecaps import ShapeCapsCache
 from phalanx.core.views import NowView, PlanCache, PlanNodeCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
@@ -324,3 +325,38 @@ def test_forever_bound_only_skips_attempts_that_would_fail(
 
     monkeypatch.setattr(backfill, "ForeverBound", NoBound)
     assert [_plan(prep, w, None) for w in forever] == with_bound
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shape_caps_index_matches_visiting_every_leaf(seed: int) -> None:
+    """The per-shape index, replaying the leaf log between uses, lists the same leaves and pods
+    as visiting every feasible leaf, through binds, releases, holds and evictions."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    state = prep.state
+    index: ShapeCapsCache = {}
+    shared: dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]] = {}
+    vec = [1] + [0] * (state.width - 1)
+    for step in range(25):
+        n = rng.randrange(len(state.free))
+        act = rng.randrange(4)
+        if act == 0:
+            state.change(n, vec, rng.choice((-1, 1)))
+        elif act == 1:
+            state.add_release(NOW + rng.choice((0.0, 300.0)), n, vec, f"g{step}")
+        elif act == 2:
+            state.add_hold(n, NOW + rng.choice((0.0, 500.0)), NOW + 900.0, vec, f"h{step}")
+        elif prep.running:
+            state.drop_releases(rng.choice(prep.running).gang.id, [n])
+        for w in rng.sample(prep.works, k=3):
+            end = NOW + w.duration
+            view = NowView(state, NOW, end, shared, index=index)
+            fresh = NowView(state, NOW, end, {})
+            for s in w.shapes:
+                want = [
+                    (leaf, c)
+                    for leaf in s.feasible.leaves
+                    if not (s.gpu and state.leaf_gpu[leaf] < s.gpu)
+                    and (c := fresh.leaf_counts(s, leaf)[0]) > 0
+                ]
+                assert view.shape_caps(s) == want

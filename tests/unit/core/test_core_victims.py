@@ -3,13 +3,14 @@ candidates read off once-sorted orders are those filtered and sorted per gang.""
 
 from __future__ import annotations
 
+import gc
 import random
 from dataclasses import replace
 
 import pytest
 from test_core_caches import NOW, _add_holds, _cluster
 
-from phalanx.core import preemption, reclaim
+from phalanx.core import Policy, Snapshot, preemption, reclaim, schedule
 from phalanx.core.victims import _gallop, _Search
 
 
@@ -64,3 +65,19 @@ def test_candidate_orders_match_filtering_every_time(seed: int) -> None:
             r.evicted = True
         for q in prep.queues.values():
             q.alloc_fair = rng.randint(0, 10)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_schedule_restores_the_garbage_collector(enabled: bool) -> None:
+    """The cycle pauses the cyclic collector and leaves it as it found it."""
+    was = gc.isenabled()
+    try:
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
+        schedule(Snapshot((), (), (), ()), Policy(), NOW)
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()

@@ -302,7 +302,14 @@ class Scheduler:
             if cands:
                 guard = keeps_victim_share(prep.queues)
                 got = choose_victims(
-                    self.state, w, cands, guard, now, self.c.cache, self.c.node_cache
+                    self.state,
+                    w,
+                    cands,
+                    guard,
+                    now,
+                    self.c.cache,
+                    self.c.node_cache,
+                    index=self.c.shape_caps,
                 )
                 if got is not None:
                     victims, out = got
@@ -315,7 +322,14 @@ class Scheduler:
             cands = preemption.candidates_from(self._preempt_order, w)
             if cands:
                 got = choose_victims(
-                    self.state, w, cands, _any, now, self.c.cache, self.c.node_cache
+                    self.state,
+                    w,
+                    cands,
+                    _any,
+                    now,
+                    self.c.cache,
+                    self.c.node_cache,
+                    index=self.c.shape_caps,
                 )
                 if got is not None:
                     victims, out = got

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.placement import Outcome, place
+from phalanx.core.shapecaps import ShapeCapsCache
 from phalanx.core.views import LeafCache, NodeCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
@@ -30,8 +31,10 @@ class _Search:
         now: float,
         cache: LeafCache,
         node_cache: NodeCache,
+        index: ShapeCapsCache | None = None,
     ) -> None:
         self.state = state
+        self.index = index
         self.cache = cache
         self.node_cache = node_cache
         self.work = work
@@ -74,7 +77,16 @@ class _Search:
         leaf_key = {leaf: tuple(ids) for leaf, ids in who.items()}
         end = self.now + work.duration
         view = TrialView(
-            state, self.now, end, self.cache, ignore, extra, leaf_key, self.trials, self.node_cache
+            state,
+            self.now,
+            end,
+            self.cache,
+            ignore,
+            extra,
+            leaf_key,
+            self.trials,
+            self.node_cache,
+            self.index,
         )
         out = place(view, work.shapes, work.required_level, work.preferred_level)
         return out if out.assignment is not None else None
@@ -121,6 +133,7 @@ def choose_victims(
     cache: LeafCache,
     node_cache: NodeCache | None = None,
     max_prune: int = 64,
+    index: ShapeCapsCache | None = None,
 ) -> tuple[list[RunState], Outcome] | None:
     """Fewest whole gangs from `candidates` (in order) whose eviction lets the gang start now.
 
@@ -143,7 +156,7 @@ def choose_victims(
     else:
         return None
     search = _Search(
-        state, work, eligible, now, cache, node_cache if node_cache is not None else {}
+        state, work, eligible, now, cache, node_cache if node_cache is not None else {}, index
     )
     if len(work.shapes) == 1:
         got = _gallop(search, lo, len(eligible))

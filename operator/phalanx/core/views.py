@@ -230,8 +230,9 @@ class TrialView(NowView):
         leaf_key: dict[int, tuple[int, ...]],
         trials: TrialCache,
         node_cache: NodeCache,
+        index: ShapeCapsCache | None = None,
     ) -> None:
-        super().__init__(state, now, end, cache, ignore, node_cache)
+        super().__init__(state, now, end, cache, ignore, node_cache, index)
         self.extra = extra
         self.leaf_key = leaf_key
         self.trials = trials
@@ -254,7 +255,37 @@ class TrialView(NowView):
         return self.state.leaf_gpu[leaf] + self.leaf_extra.get(leaf, 0)
 
     def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
-        return None
+        """The present's index with the touched leaves replaced by their trial answers:
+        untouched leaves answer exactly as now (same aggregate, same cached counts)."""
+        if self.index is None:
+            return None
+        caps = dict(self._plain_view().shape_caps(shape) or ())
+        g, nodes = shape.gpu, shape.feasible.leaf_nodes
+        for leaf in self.leaf_extra_nodes:
+            if leaf not in nodes:
+                continue
+            c = 0
+            if not g or self.leaf_upper_gpu(leaf) >= g:
+                c, _ = self.leaf_counts(shape, leaf)
+            if c > 0:
+                caps[leaf] = c
+            else:
+                caps.pop(leaf, None)
+        return sorted(caps.items())
+
+    def _plain_view(self) -> NowView:
+        """The present without the victims gone (shares the cycle's caches and index)."""
+        plain = self._plain
+        if plain is None:
+            plain = self._plain = NowView(
+                self.state,
+                self.now,
+                self.end,
+                self._cache,
+                node_cache=self.node_cache,
+                index=self.index,
+            )
+        return plain
 
     def node_capacity(self, n: int) -> list[int]:
         st = self.state
@@ -292,12 +323,7 @@ class TrialView(NowView):
         nodes = shape.feasible.leaf_nodes.get(leaf)
         if not nodes:
             return 0, []
-        plain = self._plain
-        if plain is None:
-            plain = self._plain = NowView(
-                self.state, self.now, self.end, self._cache, node_cache=self.node_cache
-            )
-        _, base = plain.leaf_counts(shape, leaf)
+        _, base = self._plain_view().leaf_counts(shape, leaf)
         extra = self.extra
         counts = [nc for nc in base if nc[0] not in extra]
         for n in self.leaf_extra_nodes[leaf]:

@@ -126,10 +126,16 @@ def test_trial_view_matches_evicting_for_real(seed: int) -> None:
     state = prep.state
     node_cache: dict[tuple[int, int, int, int], int] = {}
     shared: dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]] = {}
+    index: ShapeCapsCache = {}
     for w in prep.works:
         end = NOW + w.duration
         # Warm the shared caches with the present, as the cycle does before a victim search.
-        place(NowView(state, NOW, end, shared, node_cache=node_cache), w.shapes, None, None)
+        place(
+            NowView(state, NOW, end, shared, node_cache=node_cache, index=index),
+            w.shapes,
+            None,
+            None,
+        )
         victims: list[RunState] = rng.sample(prep.running, k=min(len(prep.running), 3))
         extra: dict[int, list[int]] = {}
         who: dict[int, list[int]] = {}
@@ -144,6 +150,11 @@ def test_trial_view_matches_evicting_for_real(seed: int) -> None:
         trials: TrialCache = {}  # per search: keys name victims by their index in it
         view = TrialView(state, NOW, end, shared, ignore, extra, keys, trials, node_cache)
         got = place(view, w.shapes, w.required_level, w.preferred_level)
+        # The same through the per-shape index of the present (touched leaves overlaid).
+        indexed = TrialView(state, NOW, end, shared, ignore, extra, keys, {}, node_cache, index)
+        assert _outcome(place(indexed, w.shapes, w.required_level, w.preferred_level)) == (
+            _outcome(got)
+        )
         for v in victims:
             for n, vec in v.nodes:
                 state.change(n, vec, +1)

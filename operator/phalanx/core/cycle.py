@@ -79,6 +79,8 @@ class _Cycle:
     plan_nodes: PlanNodeCache = field(default_factory=dict)
     #: Per (shape, window end): leaves with room now, kept current (see `ShapeCaps`).
     shape_caps: ShapeCapsCache = field(default_factory=dict)
+    #: The same ignoring holds (for `loose_cache`).
+    loose_index: ShapeCapsCache = field(default_factory=dict)
     #: Per-node least-future-GPU lists for sweeps of gangs that never end (see `ForeverBound`).
     future: FutureMinCache = field(default_factory=dict)
     #: Leaf capacities ignoring holds (to tell "reserved" from "too small" in messages).
@@ -529,7 +531,10 @@ class Scheduler:
                 return
         if st.hold_count:
             loose = place(
-                _IgnoreHolds(st, c.loose_cache), w.shapes, w.required_level, w.preferred_level
+                _IgnoreHolds(st, c.loose_cache, c.loose_index),
+                w.shapes,
+                w.required_level,
+                w.preferred_level,
             )
             if loose.assignment is not None:
                 nodes = sorted({n for _, n in loose.assignment})
@@ -678,8 +683,10 @@ class _IgnoreHolds(NowView):
 
     __slots__ = ()
 
-    def __init__(self, state: ClusterState, cache: LeafCache) -> None:
-        super().__init__(state, 0.0, -math.inf, cache)
+    def __init__(
+        self, state: ClusterState, cache: LeafCache, index: ShapeCapsCache | None = None
+    ) -> None:
+        super().__init__(state, 0.0, -math.inf, cache, index=index)
 
     def node_capacity(self, n: int) -> list[int]:
         return list(self.state.free[n])

@@ -245,9 +245,11 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         # Content order, not id order: ids depend on the order gangs appear in the snapshot.
         return sorted(groups.values(), key=lambda s: (s.req, s.pods[0]))
 
+    seen_pending: set[str] = set()  # (membership in the list was quadratic in pending gangs)
     for p in snapshot.pending:
-        if p.id in decisions or p.id in pending_ids:
+        if p.id in decisions or p.id in seen_pending:
             continue
+        seen_pending.add(p.id)
         pending_ids.append(p.id)
         qs = queues.get(p.queue)
         spec = qs.queue if qs is not None else None

@@ -158,21 +158,24 @@ class ClusterState:
 
     def drop_releases(self, gang: str, nodes: list[int]) -> None:
         """Forget `gang`'s planned releases (it is evicted: it gives back earlier, once)."""
-        had = False
+        gone: list[Release] = []
         for n in nodes:
             mine = [r for r in self.releases[n] if r.gang == gang]
             if mine:
-                had = True
+                gone.extend(mine)
                 self.final_gpu[n] -= sum(r.vec[0] for r in mine)
                 self.releases[n] = [r for r in self.releases[n] if r.gang != gang]
             self.leaf_version[self.topo.leaf_of[n]] += 1
             self._touch(n)
-        # Every release is also on its node's list: a gang with none there (no time limit) has
-        # none in the timeline either, which spares a pass over the whole timeline.
-        keep = [i for i, r in enumerate(self.events) if r.gang != gang] if had else []
-        if had and len(keep) != len(self.events):
-            self.events = [self.events[i] for i in keep]
-            self._event_keys = [self._event_keys[i] for i in keep]
+        # A gang's releases are on the lists of its nodes, and each is in the timeline under its
+        # time: find it there by bisection instead of filtering the whole timeline.
+        events, keys = self.events, self._event_keys
+        for r in gone:
+            i = bisect.bisect_left(keys, (r.time, -1))
+            while events[i] is not r:
+                i += 1
+            del events[i]
+            del keys[i]
 
     # -- holds -----------------------------------------------------------------------------------
 

@@ -371,3 +371,20 @@ def test_shape_caps_index_matches_visiting_every_leaf(seed: int) -> None:
                     and (c := fresh.leaf_counts(s, leaf)[0]) > 0
                 ]
                 assert view.shape_caps(s) == want
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_dropping_releases_removes_exactly_that_gangs_events(seed: int) -> None:
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    state = prep.state
+    for step in range(20):
+        n = rng.randrange(len(state.free))
+        t = NOW + rng.choice((0.0, 60.0, 600.0))
+        state.add_release(t, n, [1] + [0] * (state.width - 1), f"x{step % 4}")
+    for victim in [r.gang.id for r in prep.running] + ["x1", "x3"]:
+        nodes = sorted({r.node for r in state.events if r.gang == victim})
+        want = [r for r in state.events if r.gang != victim]
+        state.drop_releases(victim, nodes)
+        assert state.events == want
+        assert [k[0] for k in state._event_keys] == [r.time for r in want]

@@ -65,7 +65,7 @@ def earliest_start(
     leaf_of = topo.leaf_of
     need = work.gpus
     #: GPUs per node at the sweep time: free plus releases minus holds active then (may be < 0).
-    eff = [v[0] for v in state.free]
+    eff = list(state.free_gpu)
     leaf_gpu = list(state.leaf_gpu)
     total = state.total_gpu
     homog = len(shapes) == 1 and shapes[0].gpu > 0

@@ -95,8 +95,11 @@ class ClusterState:
         #: backfill sweep subtracts from its aggregates so they stay tight upper bounds.
         self.hold_events: list[tuple[float, int, int]] = []
         self.hold_count = 0
-        #: Nodes that have (or had) releases or holds: the others are free capacity for good.
-        self.timeline_nodes: set[int] = set()
+        #: Nodes that have (or had) holds: on the others free GPUs only grow with time, so the
+        #: least they will ever have from now on is what they have now (see `ForeverBound`).
+        self.held_nodes: set[int] = set()
+        #: Free GPUs per node (`free[n][0]`), kept as a flat list so a sweep copies it at once.
+        self.free_gpu = [v[0] for v in free]
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
         self.due: DueNow | None = None
 
@@ -123,6 +126,7 @@ class ClusterState:
         for i, v in enumerate(vec):
             if v:
                 free[i] += sign * v
+        self.free_gpu[n] = free[0]
         leaf = self.topo.leaf_of[n]
         self.leaf_version[leaf] += 1
         self._touch(n)
@@ -145,7 +149,6 @@ class ClusterState:
     def add_release(self, time: float, n: int, vec: list[int], gang: str) -> None:
         """Capacity `vec` comes back on node `n` at `time`."""
         rel = Release(time, n, vec, gang)
-        self.timeline_nodes.add(n)
         times = [r.time for r in self.releases[n]]
         self.releases[n].insert(bisect.bisect_right(times, time), rel)
         key = (time, len(self._event_keys))
@@ -182,7 +185,7 @@ class ClusterState:
     def add_hold(self, n: int, start: float, end: float, vec: list[int], gang: str) -> None:
         """Promise `vec` on node `n` over [start, end) to `gang`'s reservation."""
         self.holds[n].append(Hold(start, end, vec, gang))
-        self.timeline_nodes.add(n)
+        self.held_nodes.add(n)
         leaf = self.topo.leaf_of[n]
         bisect.insort(self.leaf_hold_starts[leaf], start)
         bisect.insort(self.hold_events, (start, n, -vec[0]))

@@ -64,8 +64,9 @@ class ForeverBound:
         self.minima: dict[int, list[int]] = {}
         self.bound = [sum(c * (v // g) for v, c in hist.items()) for hist in state.leaf_hist]
         leaf_of, usable, free = state.topo.leaf_of, state.usable, state.free
-        # Nodes without events count their free GPUs, as in the histogram; fix the others.
-        for n in sorted(state.timeline_nodes):
+        # Without holds a node's GPUs only grow from now on, so its least is its free GPUs, as
+        # in the histogram; fix the nodes with holds.
+        for n in sorted(state.held_nodes):
             if usable[n]:
                 f = free[n][0]
                 m = self._minima(n)[0]

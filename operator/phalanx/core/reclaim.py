@@ -110,8 +110,5 @@ def candidates_from(
 ) -> list[RunState]:
     """`reclaim_candidates(work, …)` read off `reclaim_order`."""
     own = work.queue.name
-    return [
-        r
-        for r in order
-        if not r.evicted and r.gang.queue != own and queues[r.gang.queue].over_share
-    ]
+    lenders = {name for name, q in queues.items() if q.over_share and name != own}
+    return [r for r in order if not r.evicted and r.gang.queue in lenders]

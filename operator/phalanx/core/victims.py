@@ -59,19 +59,24 @@ class _Search:
         state, work = self.state, self.work
         extra: dict[int, list[int]] = {}
         who: dict[int, list[int]] = {}
+        #: The victims' nodes per touched leaf, and each touched leaf's usable-GPU change.
+        leaf_nodes: dict[int, list[int]] = {}
+        leaf_delta: dict[int, int] = {}
         leaf_of = state.topo.leaf_of
         for i in chosen:
             for n, vec in self.eligible[i].nodes:
+                leaf = leaf_of[n]
                 acc = extra.get(n)
                 if acc is None:
                     extra[n] = list(vec)
+                    leaf_nodes.setdefault(leaf, []).append(n)
                 else:
                     for j, x in enumerate(vec):
                         acc[j] += x
-                ids = who.setdefault(leaf_of[n], [])
+                ids = who.setdefault(leaf, [])
                 if not ids or ids[-1] != i:
                     ids.append(i)
-        if not self._may_fit(extra):
+        if not self._may_fit(extra, leaf_delta):
             return None
         ignore = frozenset(self.eligible[i].gang.id for i in chosen)
         leaf_key = {leaf: tuple(ids) for leaf, ids in who.items()}
@@ -87,14 +92,16 @@ class _Search:
             self.trials,
             self.node_cache,
             self.index,
+            (leaf_delta, leaf_nodes),
         )
         out = place(view, work.shapes, work.required_level, work.preferred_level)
         return out if out.assignment is not None else None
 
-    def _may_fit(self, extra: dict[int, list[int]]) -> bool:
+    def _may_fit(self, extra: dict[int, list[int]], leaf_delta: dict[int, int]) -> bool:
         """Cheap necessary test: enough free GPUs, and for identical GPU pods enough whole pods
         by GPU count (in one domain of the required level). Capacity respecting holds is never
-        more than free capacity, so a trial failing this would fail placement too."""
+        more than free capacity, so a trial failing this would fail placement too. Fills
+        `leaf_delta` (usable free GPUs gained per leaf) for the trial view on the way."""
         state = self.state
         free, usable = state.free, state.usable
         gpus = state.total_gpu
@@ -107,8 +114,10 @@ class _Search:
             f = free[n][0]
             a, b = max(0, f), max(0, f + vec[0])
             gpus += b - a
+            leaf = leaf_of[n]
+            leaf_delta[leaf] = leaf_delta.get(leaf, 0) + b - a
             if g:
-                pods[leaf_of[n]] += b // g - a // g
+                pods[leaf] += b // g - a // g
         if gpus < self.work.gpus:
             return False
         if not g:

@@ -231,16 +231,21 @@ class TrialView(NowView):
         trials: TrialCache,
         node_cache: NodeCache,
         index: ShapeCapsCache | None = None,
+        per_leaf: tuple[dict[int, int], dict[int, list[int]]] | None = None,
     ) -> None:
         super().__init__(state, now, end, cache, ignore, node_cache, index)
         self.extra = extra
         self.leaf_key = leaf_key
         self.trials = trials
-        #: The change of each touched leaf's usable-GPU aggregate (as `ClusterState.change`).
-        self.leaf_extra: dict[int, int] = {}
-        #: The victims' nodes per touched leaf.
-        self.leaf_extra_nodes: dict[int, list[int]] = {}
         self._plain: NowView | None = None
+        if per_leaf is not None:
+            # Already worked out by the caller (the victim search does it in one pass).
+            self.leaf_extra, self.leaf_extra_nodes = per_leaf
+            return
+        #: The change of each touched leaf's usable-GPU aggregate (as `ClusterState.change`).
+        self.leaf_extra = {}
+        #: The victims' nodes per touched leaf.
+        self.leaf_extra_nodes = {}
         leaf_of, usable, free = state.topo.leaf_of, state.usable, state.free
         for n in extra:
             self.leaf_extra_nodes.setdefault(leaf_of[n], []).append(n)

@@ -99,8 +99,10 @@ def earliest_start(
 
     # Identical GPU pods that never end: a tighter bound, used only to skip doomed attempts.
     forever: ForeverBound | None = None
-    if homog and duration == math.inf:
+    held: set[int] = set()
+    if homog and cap is not None:
         forever = ForeverBound(state, g, future if future is not None else {})
+        held = state.held_nodes
     attempts = 0
     i, count = 0, len(events)
     h, hcount = 0, len(holds)
@@ -137,8 +139,6 @@ def earliest_start(
             node_dirty[n] += 1
             if not usable[n]:
                 continue
-            if forever is not None:
-                forever.moved(n, node_dirty[n])
             if cap is not None:
                 c = cap[n]
                 o = c if old > c else old
@@ -147,6 +147,8 @@ def earliest_start(
                 o, w = old, new
             o = o if o > 0 else 0
             w = w if w > 0 else 0
+            if forever is not None and forever.started and n in held:
+                forever.moved(n, node_dirty[n], leaf, o, w)
             if o != w:
                 leaf_gpu[leaf] += w - o
                 total += w - o
@@ -161,7 +163,11 @@ def earliest_start(
                 continue
         elif per_leaf and max(leaf_gpu) < need:
             continue
-        if forever is not None and (forever.total < k or (per_leaf and max(forever.bound) < k)):
+        if (
+            forever is not None
+            and cap is not None
+            and forever.rules_out(bound, total_bound, k, per_leaf, eff, node_dirty, cap)
+        ):
             # The placement would fail: count it as the failed attempt it would have been.
             attempts += 1
             if attempts >= MAX_ATTEMPTS:

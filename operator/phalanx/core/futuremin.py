@@ -52,28 +52,26 @@ def future_minima(state: ClusterState, n: int) -> list[int]:
 
 
 class ForeverBound:
-    """Per sweep, for identical pods of `g` GPUs and a gang that never ends: how many pods each
-    leaf and the cluster could hold from the sweep time on (an upper bound of the placement)."""
+    """Per sweep, for identical pods of `g` GPUs and a gang that never ends: how many more pods
+    the sweep's own bound counts than the nodes can hold from the sweep time on.
 
-    __slots__ = ("bound", "cache", "g", "minima", "state", "total")
+    The sweep bounds such a gang by each node's GPUs at t capped at `final_gpu`. On a node
+    without holds the GPUs only grow from now on, so the least it will ever have from t is its
+    GPUs at t — the two bounds agree. Only nodes with holds differ, so only they are tracked, and
+    only from the sweep's first attempt on (a sweep that never attempts pays nothing): `extra`
+    per leaf is the tighter bound minus the sweep's (≤ 0).
+    """
+
+    __slots__ = ("cache", "extra", "extra_total", "g", "minima", "started", "state")
 
     def __init__(self, state: ClusterState, g: int, cache: FutureMinCache) -> None:
         self.state = state
         self.g = g
         self.cache = cache
         self.minima: dict[int, list[int]] = {}
-        self.bound = [sum(c * (v // g) for v, c in hist.items()) for hist in state.leaf_hist]
-        leaf_of, usable, free = state.topo.leaf_of, state.usable, state.free
-        # Without holds a node's GPUs only grow from now on, so its least is its free GPUs, as
-        # in the histogram; fix the nodes with holds.
-        for n in sorted(state.held_nodes):
-            if usable[n]:
-                f = free[n][0]
-                m = self._minima(n)[0]
-                d = max(0, m) // g - max(0, f) // g
-                if d:
-                    self.bound[leaf_of[n]] += d
-        self.total = sum(self.bound)
+        self.extra = [0] * len(state.topo.leaf_nodes)
+        self.extra_total = 0
+        self.started = False
 
     def _minima(self, n: int) -> list[int]:
         got = self.minima.get(n)
@@ -85,12 +83,41 @@ class ForeverBound:
             got = self.minima[n] = hit[1]
         return got
 
-    def moved(self, n: int, applied: int) -> None:
-        """Node `n` (usable) has had its `applied`-th event applied by the sweep."""
+    def rules_out(
+        self,
+        bound: list[int],
+        total: int,
+        k: int,
+        per_leaf: bool,
+        eff: list[int],
+        applied: list[int],
+        cap: list[int],
+    ) -> bool:
+        """Whether the tighter bound proves an attempt now would fail. `bound`/`total` are the
+        sweep's pods per leaf and in all, `eff` its GPUs per node, `applied` its events applied
+        per node, `cap` the nodes' `final_gpu`."""
+        if not self.started:
+            self.started = True
+            g, usable, leaf_of = self.g, self.state.usable, self.state.topo.leaf_of
+            for n in sorted(self.state.held_nodes):
+                if usable[n]:
+                    m = self._minima(n)[applied[n]]
+                    e = min(cap[n], eff[n])
+                    d = max(0, m) // g - max(0, e) // g
+                    if d:
+                        self.extra[leaf_of[n]] += d
+                        self.extra_total += d
+        if total + self.extra_total < k:
+            return True
+        return per_leaf and max(b + e for b, e in zip(bound, self.extra, strict=True)) < k
+
+    def moved(self, n: int, applied: int, leaf: int, o: int, w: int) -> None:
+        """Node `n` (usable, with holds) has had its `applied`-th event applied by the sweep,
+        which moved its capped, clamped GPUs from `o` to `w`."""
         m = self._minima(n)
         g = self.g
         a, b = m[applied - 1], m[applied]
-        d = (b if b > 0 else 0) // g - (a if a > 0 else 0) // g
+        d = (b if b > 0 else 0) // g - (a if a > 0 else 0) // g - (w // g - o // g)
         if d:
-            self.bound[self.state.topo.leaf_of[n]] += d
-            self.total += d
+            self.extra[leaf] += d
+            self.extra_total += d

@@ -30,9 +30,8 @@ from phalanx.core import (
     backfill,
 )
 from phalanx.core.backfill import earliest_start, start_on_due
-from phalanx.core.capacity import ClusterState
 from phalanx.core.duenow import DueNow
-from phalanx.core.futuremin import FutureMinCache, future_minima
+from phalanx.core.futuremin import future_minima
 from phalanx.core.placement import place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.shapecaps import ShapeCapsCache
@@ -326,13 +325,8 @@ def test_forever_bound_only_skips_attempts_that_would_fail(
     with_bound = [_plan(prep, w, None) for w in forever]
 
     class NoBound(backfill.ForeverBound):
-        def __init__(self, state: ClusterState, g: int, cache: FutureMinCache) -> None:
-            super().__init__(state, g, cache)
-            self.total = 1 << 30
-            self.bound = [1 << 30] * len(self.bound)
-
-        def moved(self, n: int, applied: int) -> None:
-            return
+        def rules_out(self, *args: object) -> bool:
+            return False
 
     monkeypatch.setattr(backfill, "ForeverBound", NoBound)
     assert [_plan(prep, w, None) for w in forever] == with_bound

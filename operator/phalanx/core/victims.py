@@ -48,26 +48,11 @@ class _Search:
         self.level = work.required_level
         topo = state.topo
         self.of_leaf = topo.level_domain_of_leaf[self.level] if self.level is not None else None
-        #: GPUs held right now per node (reservations starting now, mostly of earlier evictors):
-        #: a trial's capacity respects them at its first instant, so the cheap bound may too.
-        self.held_now: dict[int, int] = {}
-        for n in sorted(state.held_nodes):
-            held = sum(h.vec[0] for h in state.holds[n] if h.start <= now < h.end)
-            if held > 0 and state.usable[n]:
-                self.held_now[n] = held
-        #: Usable GPUs, and pods of the shape per leaf, free and not held now (before eviction).
-        self.base_gpus = state.total_gpu
+        #: Pods of the shape that the free GPUs of each leaf could hold (before any eviction).
         self.leaf_pods: list[int] = []
-        g = self.g
-        if g:
+        if self.g:
+            g = self.g
             self.leaf_pods = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
-        leaf_of = topo.leaf_of
-        for n, held in self.held_now.items():
-            f = state.free[n][0]
-            a, b = max(0, f), max(0, f - held)
-            self.base_gpus += b - a
-            if g:
-                self.leaf_pods[leaf_of[n]] += b // g - a // g
 
     def fits(self, chosen: list[int]) -> Outcome | None:
         """Would the gang start now if the candidates at `chosen` (indices) were gone?"""
@@ -115,27 +100,22 @@ class _Search:
     def _may_fit(self, extra: dict[int, list[int]], leaf_delta: dict[int, int]) -> bool:
         """Cheap necessary test: enough free GPUs, and for identical GPU pods enough whole pods
         by GPU count (in one domain of the required level). Capacity respecting holds is never
-        more than free capacity minus what is held at its first instant, so a trial failing
-        this would fail placement too. Fills `leaf_delta` (usable free GPUs gained per leaf, holds
-        aside: the trial view's leaf aggregate) on the way."""
+        more than free capacity, so a trial failing this would fail placement too. Fills
+        `leaf_delta` (usable free GPUs gained per leaf) for the trial view on the way."""
         state = self.state
         free, usable = state.free, state.usable
-        gpus = self.base_gpus
+        gpus = state.total_gpu
         g = self.g
         pods = list(self.leaf_pods) if g else []
         leaf_of = state.topo.leaf_of
-        held_now = self.held_now
         for n, vec in extra.items():
             if not usable[n]:
                 continue
             f = free[n][0]
             a, b = max(0, f), max(0, f + vec[0])
+            gpus += b - a
             leaf = leaf_of[n]
             leaf_delta[leaf] = leaf_delta.get(leaf, 0) + b - a
-            held = held_now.get(n)
-            if held is not None:
-                a, b = max(0, f - held), max(0, f + vec[0] - held)
-            gpus += b - a
             if g:
                 pods[leaf] += b // g - a // g
         if gpus < self.work.gpus:

@@ -81,30 +81,3 @@ def test_schedule_restores_the_garbage_collector(enabled: bool) -> None:
     finally:
         if was:
             gc.enable()
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_cheap_bound_never_rejects_a_trial_that_places(seed: int) -> None:
-    """The victim search's cheap bound (free GPUs minus what is held now) is a true bound: a
-    trial it rejects would not have placed."""
-    prep = _cluster(seed)
-    rng = random.Random(seed)
-    _add_holds(prep, rng)
-    state = prep.state
-    for w in prep.works:
-        cands = list(prep.running)
-        rng.shuffle(cands)
-        search = _Search(state, w, cands, NOW, {}, {})
-        for p in range(len(cands) + 1):
-            bound = search._may_fit  # what `fits` consults first
-            search._may_fit = lambda extra, delta: True  # type: ignore[method-assign]
-            placed = search.fits(list(range(p)))
-            search._may_fit = bound  # type: ignore[method-assign]
-            extra: dict[int, list[int]] = {}
-            for c in cands[:p]:
-                for n, vec in c.nodes:
-                    acc = extra.setdefault(n, [0] * state.width)
-                    for j, x in enumerate(vec):
-                        acc[j] += x
-            if not search._may_fit(extra, {}):
-                assert placed is None

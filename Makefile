@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos bench-e2e
+.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos bench-e2e bench-sim
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,3 +61,7 @@ chaos: control-plane
 ## Bind throughput and gang latency against a bare binding loop and kube-scheduler (large shape).
 bench-e2e: control-plane
 	$(BIN)/python bench/e2e_bench.py
+
+## Trace replays of the four policies (Philly, ITP); writes bench/results/sim.json and bench/SIM.md.
+bench-sim: $(STAMP)
+	$(BIN)/python bench/sim_bench.py

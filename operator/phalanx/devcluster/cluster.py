@@ -307,7 +307,8 @@ def processes_under(path: Path) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if str(path) in cmdline and state != "Z":
+        # With the separator: cluster `phalanx` must not match `phalanx-test`'s processes.
+        if f"{path}{os.sep}" in cmdline and state != "Z":
             found.append(int(proc.name))
     return found
 

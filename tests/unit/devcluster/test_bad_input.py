@@ -65,3 +65,17 @@ def test_cli_prints_one_line_and_exits_1_on_bad_input(empty_cache: Path) -> None
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("phalanx: error: unknown shape 'no-such-shape'")
+
+
+def test_processes_of_one_cluster_are_never_taken_for_another_s(tmp_path: Path) -> None:
+    """`down` of cluster `phalanx` must not kill `phalanx-test`: names share a prefix."""
+    other = tmp_path / "clusters" / "phalanx-test"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", f"{other}/bin/kube-apiserver"]
+    )
+    try:
+        assert proc.pid in cluster.processes_under(other)
+        assert proc.pid not in cluster.processes_under(tmp_path / "clusters" / "phalanx")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -59,6 +59,8 @@ class OperatorConfig(BaseModel):
     renew_deadline_s: float = Field(default=10.0, gt=0)
     retry_period_s: float = Field(default=2.0, gt=0)
     usage_persist_interval_s: float = Field(default=30.0, gt=0)
+    status_refresh_s: float = Field(default=5.0, ge=0, le=300)
+    """Least interval between writes of a pending gang's drifting figures (position, ETA)."""
 
     @field_validator("topology_levels")
     @classmethod

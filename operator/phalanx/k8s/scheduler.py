@@ -49,6 +49,10 @@ from phalanx.k8s.status import (
 from phalanx.k8s.view import Gang, View, build_view
 
 log = logging.getLogger("phalanx.scheduler")
+DRIFTING_FIELDS = frozenset(
+    {"queuePosition", "estimatedStartTime", "pendingDetail", "conditions", "members"}
+)
+"""Status fields whose change alone is refreshed at a bounded rate (see `_write_if_changed`)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ class Scheduler:
         self.cycles = 0
         self.last_cycle_ok = 0.0
         self._background: set[asyncio.Task[None]] = set()
+        self.refreshed: dict[str, float] = {}
 
     # -- loop -------------------------------------------------------------------------------
 
@@ -529,15 +534,28 @@ class Scheduler:
         await asyncio.gather(*writes)
 
     async def _write_if_changed(self, gang: Gang, desired: Mapping[str, Any]) -> None:
+        """Patch what changed; figures that only drift (position, ETA, numbers in the message)
+        are refreshed at most every `status_refresh_s` per gang, so a burst of binds does not
+        turn into a patch of every pending gang on every cycle."""
         assert gang.group is not None
         current = {**gang.group.status, **self.written.get(gang.key, {})}
         patch = diff(current, desired)
         if not patch:
             return
-        await self._patch_group(gang, patch)
         cond = next((c for c in desired.get("conditions") or [] if c["type"] == "Scheduled"), None)
-        if cond is not None and self.reported.get(gang.key) != (cond["reason"], cond["message"]):
-            self.reported[gang.key] = (cond["reason"], cond["message"])
+        old = next((c for c in current.get("conditions") or [] if c["type"] == "Scheduled"), None)
+        turned = cond is not None and (
+            old is None or (old["status"], old["reason"]) != (cond["status"], cond["reason"])
+        )
+        drifting = set(patch) <= DRIFTING_FIELDS
+        now = time.monotonic()
+        recent = now - self.refreshed.get(gang.key, 0.0) < self.config.status_refresh_s
+        if drifting and not turned and recent:
+            return
+        self.refreshed[gang.key] = now
+        await self._patch_group(gang, patch)
+        if cond is not None and turned and self.reported.get(gang.key) != (cond["reason"], ""):
+            self.reported[gang.key] = (cond["reason"], "")
             if cond["status"] == "False":
                 self._emit(_ref_group(gang), cond["reason"], cond["message"], "Warning")
 

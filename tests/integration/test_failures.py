@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from phalanx.devcluster import cluster as devcluster
-from phalanx.devcluster.binaries import Binaries, cache_root
 from tests.integration.conftest import TEST_CLUSTER, Cluster
 from tests.integration.objects import gang_job, pod_group
 from tests.integration.operator_fixture import OperatorProcess
@@ -141,22 +140,35 @@ def test_a_node_lost_under_a_running_gang_evicts_it_whole_and_it_runs_again(
             )
 
 
-def _restart_control_plane() -> None:
-    """kwokctl stop/start of the session's own cluster (etcd keeps the data)."""
+def _restart_apiserver() -> None:
+    """Kill the session cluster's kube-apiserver and start it again with the same command line.
+
+    Only the API server: a `kwokctl stop/start` of the whole cluster brings kwok back without our
+    Stages, and pods would no longer run on the fake nodes for the tests that follow.
+    """
+    import os
+    import signal
     import subprocess
 
-    bins = Binaries(cache_root() / "bin")
-    env = devcluster._env(bins)
-    for verb in ("stop", "start"):
-        result = subprocess.run(
-            [str(bins.path("kwokctl")), verb, "cluster", "--name", TEST_CLUSTER],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
+    cdir = devcluster.cluster_dir(TEST_CLUSTER)
+    (pid,) = [
+        p
+        for p in devcluster.processes_under(cdir)
+        if "kube-apiserver" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode()
+    ]
+    argv = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    cwd = str(Path(f"/proc/{pid}/cwd").readlink())
+    os.kill(pid, signal.SIGTERM)
+    wait_for(
+        lambda: (
+            not Path(f"/proc/{pid}").exists()
+            or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        ),
+        timeout=60,
+        what="the kube-apiserver to exit",
+    )
+    log = (cdir / "logs" / "kube-apiserver.log").open("ab")
+    subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def test_the_operator_keeps_working_across_an_api_server_restart(
@@ -169,7 +181,7 @@ def test_the_operator_keeps_working_across_an_api_server_restart(
     try:
         submit_gang(cluster, custom, ns, "before", 2, 8)
         wait_bound_whole(cluster, ns, "before", 2)
-        _restart_control_plane()
+        _restart_apiserver()
         wait_for(
             lambda: _api_answers(cluster),
             timeout=120,

@@ -140,35 +140,49 @@ def test_a_node_lost_under_a_running_gang_evicts_it_whole_and_it_runs_again(
             )
 
 
-def _restart_apiserver() -> None:
+def _restart_apiserver(cluster: Cluster) -> None:
     """Kill the session cluster's kube-apiserver and start it again with the same command line.
 
     Only the API server: a `kwokctl stop/start` of the whole cluster brings kwok back without our
-    Stages, and pods would no longer run on the fake nodes for the tests that follow.
+    Stages. The controller manager and scheduler exit when they lose their leader lease while the
+    API server is away; like a kubelet would, we start any that exited again, so the tests after
+    this one find a whole control plane.
     """
     import os
     import signal
     import subprocess
 
     cdir = devcluster.cluster_dir(TEST_CLUSTER)
-    (pid,) = [
-        p
-        for p in devcluster.processes_under(cdir)
-        if "kube-apiserver" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode()
-    ]
-    argv = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    cwd = str(Path(f"/proc/{pid}/cwd").readlink())
-    os.kill(pid, signal.SIGTERM)
-    wait_for(
-        lambda: (
-            not Path(f"/proc/{pid}").exists()
-            or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        ),
-        timeout=60,
-        what="the kube-apiserver to exit",
-    )
-    log = (cdir / "logs" / "kube-apiserver.log").open("ab")
-    subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def argv_of(pid: int) -> list[str]:
+        return [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def start(argv: list[str], cwd: str) -> None:
+        name = Path(argv[0]).name
+        log = (cdir / "logs" / f"{name}.log").open("ab")
+        subprocess.Popen(
+            argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    processes = {
+        pid: (argv_of(pid), str(Path(f"/proc/{pid}/cwd").readlink()))
+        for pid in devcluster.processes_under(cdir)
+    }
+    (apiserver,) = [p for p, (argv, _) in processes.items() if "kube-apiserver" in argv[0]]
+    os.kill(apiserver, signal.SIGTERM)
+    wait_for(lambda: not alive(apiserver), timeout=60, what="the kube-apiserver to exit")
+    start(*processes[apiserver])
+    wait_for(lambda: _api_answers(cluster), timeout=120, what="the API server to answer again")
+    time.sleep(20)  # long enough for a component that lost its lease to have exited
+    for pid, (argv, cwd) in processes.items():
+        if pid != apiserver and not alive(pid):
+            start(argv, cwd)
 
 
 def test_the_operator_keeps_working_across_an_api_server_restart(
@@ -181,16 +195,23 @@ def test_the_operator_keeps_working_across_an_api_server_restart(
     try:
         submit_gang(cluster, custom, ns, "before", 2, 8)
         wait_bound_whole(cluster, ns, "before", 2)
-        _restart_apiserver()
-        wait_for(
-            lambda: _api_answers(cluster),
-            timeout=120,
-            what="the API server to answer again after the restart",
-        )
+        _restart_apiserver(cluster)
         submit_gang(cluster, custom, ns, "after", 2, 8)
         wait_bound_whole(cluster, ns, "after", 2)
         assert not op.exited(), op.tail()
         assert all(nodes_of(cluster, ns, "before").values())
+        # The controllers are back too: a new namespace gets its default ServiceAccount.
+        probe_ns = f"{ns}-probe"
+        cluster.core.create_namespace({"metadata": {"name": probe_ns}})
+        wait_for(
+            lambda: any(
+                sa.metadata.name == "default"
+                for sa in cluster.core.list_namespaced_service_account(probe_ns).items
+            ),
+            timeout=90,
+            what="the controller manager to create a ServiceAccount after the restart",
+        )
+        cluster.core.delete_namespace(probe_ns)
     finally:
         op.stop()
 

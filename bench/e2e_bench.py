@@ -39,7 +39,7 @@ from phalanx.devcluster.shapes import load_shape
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.integration.objects import TOLERATE_KWOK, container  # noqa: E402
+from tests.integration.objects import TOLERATE_KWOK, container, pod_group  # noqa: E402
 from tests.integration.operator_fixture import apply_crds, free_port  # noqa: E402
 
 NAME = "phalanx-bench-e2e"
@@ -210,12 +210,7 @@ def run_released(c: Cluster, run: int, scheduler: str) -> tuple[float, list[floa
                 "v1alpha1",
                 ns,
                 "podgroups",
-                {
-                    "apiVersion": "phalanx.dev/v1alpha1",
-                    "kind": "PodGroup",
-                    "metadata": {"name": f"g{g}"},
-                    "spec": {"minMember": GANG_SIZE},
-                },
+                pod_group(f"g{g}", GANG_SIZE),
             )
     names = [f"g{g}-{i}" for g in range(GANGS) for i in range(GANG_SIZE)]
     create_pods(
@@ -302,12 +297,7 @@ def main() -> None:
                 "v1alpha1",
                 ns,
                 "podgroups",
-                {
-                    "apiVersion": "phalanx.dev/v1alpha1",
-                    "kind": "PodGroup",
-                    "metadata": {"name": f"m{g}"},
-                    "spec": {"minMember": per_gang},
-                },
+                pod_group(f"m{g}", per_gang),
             )
         create_pods(
             c,

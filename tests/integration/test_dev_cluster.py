@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -15,29 +14,10 @@ from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster.errors import DevClusterError
 from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, load_shape
 from tests.integration.conftest import Cluster
+from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-TOLERATE_KWOK = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
-
-
-def _container(gpus: int) -> dict[str, Any]:
-    return {
-        "name": "main",
-        "image": "busybox",
-        "resources": {
-            "requests": {"cpu": "1", GPU_RESOURCE: str(gpus)},
-            "limits": {GPU_RESOURCE: str(gpus)},
-        },
-    }
-
-
-def _pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "annotations": annotations or {}},
-        "spec": {"containers": [_container(gpus)], "tolerations": TOLERATE_KWOK},
-    }
 
 
 def _phase(cluster: Cluster, ns: str, name: str) -> str:
@@ -57,7 +37,9 @@ def test_nodes_report_allocatable_gpus_and_topology(cluster: Cluster) -> None:
 def test_default_scheduler_binds_a_gpu_pod_which_then_runs(
     cluster: Cluster, namespace: str
 ) -> None:
-    cluster.core.create_namespaced_pod(namespace, _pod("plain", gpus=4))
+    cluster.core.create_namespaced_pod(
+        namespace, gang_pod("plain", None, 4, scheduler="default-scheduler")
+    )
     pod = wait_for(
         lambda: (
             p
@@ -81,7 +63,7 @@ def test_run_for_pods_succeed_on_time_and_job_pods_run_until_deleted(
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
-                    "containers": [_container(1)],
+                    "containers": [container(1)],
                     "tolerations": TOLERATE_KWOK,
                 }
             },
@@ -89,7 +71,7 @@ def test_run_for_pods_succeed_on_time_and_job_pods_run_until_deleted(
     }
     cluster.batch.create_namespaced_job(namespace, job)
     cluster.core.create_namespaced_pod(
-        namespace, _pod("short", gpus=1, annotations={"phalanx.dev/run-for": "5s"})
+        namespace, gang_pod("short", None, 1, run_for="5s", scheduler="default-scheduler")
     )
     job_pod = wait_for(
         lambda: next(

@@ -304,11 +304,10 @@ def processes_under(path: Path) -> list[int]:
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
         # With the separator: cluster `phalanx` must not match `phalanx-test`'s processes.
-        if f"{path}{os.sep}" in cmdline and state != "Z":
+        if f"{path}{os.sep}" in cmdline and is_alive(int(proc.name)):
             found.append(int(proc.name))
     return found
 
@@ -319,14 +318,15 @@ def _reap(pids: list[int], grace_s: float) -> None:
     deadline = time.monotonic() + grace_s
     alive = list(pids)
     while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if Path(f"/proc/{p}").exists() and _not_zombie(p)]
+        alive = [p for p in alive if is_alive(p)]
         time.sleep(0.1)
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
 
-def _not_zombie(pid: int) -> bool:
+def is_alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its parent)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:

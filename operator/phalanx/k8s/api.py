@@ -5,8 +5,8 @@ the same event loop kopf runs on; a thread-pooled sync client would add a thread
 cap concurrency at the pool size. Responses we do not read are not deserialised
 (`_preload_content=False`), which matters for binding throughput.
 
-Every method raises `ApiError` with the HTTP status, so callers decide on retries by status
-(409 conflict, 404 gone, 429 disruption budget) instead of by exception type.
+Every call goes through `drain`, so every method raises `ApiError` with the HTTP status: callers
+decide on retries by status (409 conflict, 404 gone, 429 disruption budget), not by exception type.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ async def drain(call: Any) -> bytes:
     try:
         resp = await call
         body: bytes = await resp.read()
+    except ApiException as exc:
+        raise _error(exc) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ApiError(0, f"connection: {exc}") from exc
     if not 200 <= resp.status <= 299:
@@ -91,6 +93,18 @@ class ClusterWrites(Protocol):
     ) -> None: ...
 
 
+async def _merge_status(patch: Any, status: Mapping[str, Any], *path: str) -> None:
+    """A JSON merge patch of a custom object's status subresource (null removes a field)."""
+    await drain(
+        patch(
+            *path,
+            {"status": dict(status)},
+            _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )
+    )
+
+
 class Api:
     """The handful of calls the scheduler makes."""
 
@@ -110,14 +124,9 @@ class Api:
             "metadata": {"name": pod, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        try:
-            await drain(
-                self.core.create_namespaced_pod_binding(
-                    pod, namespace, body, _preload_content=False
-                )
-            )
-        except ApiException as exc:
-            raise _error(exc) from exc
+        await drain(
+            self.core.create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
+        )
 
     async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
         body = {
@@ -126,20 +135,12 @@ class Api:
             "metadata": {"name": pod, "namespace": namespace},
             "deleteOptions": {"gracePeriodSeconds": grace_s},
         }
-        try:
-            await drain(
-                self.core.create_namespaced_pod_eviction(
-                    pod, namespace, body, _preload_content=False
-                )
-            )
-        except ApiException as exc:
-            raise _error(exc) from exc
+        await drain(
+            self.core.create_namespaced_pod_eviction(pod, namespace, body, _preload_content=False)
+        )
 
     async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
-        try:
-            raw = await drain(self.core.read_namespaced_pod(pod, namespace, _preload_content=False))
-        except ApiException as exc:
-            raise _error(exc) from exc
+        raw = await drain(self.core.read_namespaced_pod(pod, namespace, _preload_content=False))
         data: dict[str, Any] = json.loads(raw)
         return data
 
@@ -147,53 +148,22 @@ class Api:
         body: dict[str, Any] = {"gracePeriodSeconds": 0}
         if uid:
             body["preconditions"] = {"uid": uid}
-        try:
-            await self.core.delete_namespaced_pod(pod, namespace, body=body, _preload_content=False)
-        except ApiException as exc:
-            raise _error(exc) from exc
+        await drain(
+            self.core.delete_namespaced_pod(pod, namespace, body=body, _preload_content=False)
+        )
 
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:
-        try:
-            await drain(
-                self.core.create_namespaced_pod(namespace, dict(body), _preload_content=False)
-            )
-        except ApiException as exc:
-            raise _error(exc) from exc
+        await drain(self.core.create_namespaced_pod(namespace, dict(body), _preload_content=False))
 
     async def patch_group_status(
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
-        try:
-            await drain(
-                self.custom.patch_namespaced_custom_object_status(
-                    GROUP,
-                    VERSION,
-                    namespace,
-                    "podgroups",
-                    name,
-                    {"status": dict(status)},
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                )
-            )
-        except ApiException as exc:
-            raise _error(exc) from exc
+        patch = self.custom.patch_namespaced_custom_object_status
+        await _merge_status(patch, status, GROUP, VERSION, namespace, "podgroups", name)
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
-        try:
-            await drain(
-                self.custom.patch_cluster_custom_object_status(
-                    GROUP,
-                    VERSION,
-                    "queues",
-                    name,
-                    {"status": dict(status)},
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                )
-            )
-        except ApiException as exc:
-            raise _error(exc) from exc
+        patch = self.custom.patch_cluster_custom_object_status
+        await _merge_status(patch, status, GROUP, VERSION, "queues", name)
 
     async def event(
         self,
@@ -219,5 +189,5 @@ class Api:
         }
         try:
             await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
-        except (ApiException, ApiError):
+        except ApiError:
             return

@@ -141,7 +141,6 @@ class Scheduler:
         self.written: dict[str, dict[str, Any]] = {}
         self.wake = asyncio.Event()
         self.cycles = 0
-        self.last_cycle_ok = 0.0
         self._background: set[asyncio.Task[None]] = set()
         self.refreshed: dict[str, float] = {}
 
@@ -169,7 +168,6 @@ class Scheduler:
             self.wake.clear()
             try:
                 await self.cycle()
-                self.last_cycle_ok = time.monotonic()
             except Exception:
                 log.exception("scheduling cycle failed; retrying next cycle")
 
@@ -208,7 +206,7 @@ class Scheduler:
             await self._bind_round(result, view, now)
         # 7. status
         await self._write_statuses(view, result, now)
-        await self._write_queues(result, now)
+        await self._write_queues(result, view, now)
         await self._report_orphans(view)
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         return result
@@ -588,7 +586,7 @@ class Scheduler:
         written = self.written.setdefault(gang.key, {})
         written.update(patch)
 
-    async def _write_queues(self, result: CycleResult, now: float) -> None:
+    async def _write_queues(self, result: CycleResult, view: View, now: float) -> None:
         persist_usage = now - self.usage_persisted_at >= self.config.usage_persist_interval_s
         for name, qs in sorted(result.queues.items()):
             for res, v in qs.deserved.items():
@@ -612,7 +610,7 @@ class Scheduler:
             self.written[f"queue:{name}"] = {**previous, **patch}
         if persist_usage:
             self.usage_persisted_at = now
-        total = sum(n.allocatable.get(GPU, 0) for n in self.source.records().nodes)
+        total = sum(n.allocatable.get(GPU, 0) for n in view.snapshot.nodes)
         allocated = sum(qs.allocated.get(GPU, 0) for qs in result.queues.values())
         self.metrics.gpus.labels(state="allocated").set(allocated)
         self.metrics.gpus.labels(state="idle").set(max(0, total - allocated))

@@ -26,7 +26,7 @@ from phalanx.core import (
     Snapshot,
     decay_usage,
 )
-from phalanx.k8s.records import BudgetRec, GroupRec, NodeRec, PodRec, QueueRec
+from phalanx.k8s.records import BudgetRec, GroupRec, NodeRec, PodRec, QueueRec, parse_time
 
 
 @dataclass
@@ -142,7 +142,7 @@ def build_view(
                     queue=queue_name,
                     members=members,
                     priority=priority,
-                    start_time=_start_time(gang, bound, now),
+                    start_time=_start_time(gang, now),
                     time_limit=_time_limit(gang.group, queue),
                     # A budget that allows no disruption now protects the gang from reclaim
                     # and preemption: the core picks another victim.
@@ -237,10 +237,8 @@ def _priority(gang: Gang, classes: Mapping[str, int]) -> int:
     return max((p.priority for p in gang.pods), default=0)
 
 
-def _start_time(gang: Gang, bound: list[PodRec], now: float) -> float:
+def _start_time(gang: Gang, now: float) -> float:
     if gang.group:
-        from phalanx.k8s.records import parse_time
-
         started = parse_time(gang.group.status.get("scheduledAt"))
         if started is not None:
             return started

@@ -16,6 +16,8 @@ from rich.table import Table
 
 from phalanx.config import ConfigError
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.views.errors import ViewError
+from phalanx.views.formats import Output, dump
 
 app = typer.Typer(
     help="Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs.",
@@ -225,11 +227,108 @@ def dev_cluster_render(
         print(n["status"]["allocatable"][GPU_RESOURCE], taints or "-", labels)
 
 
+# -- the views: `phalanx queue`, `share`, `explain` (logic in phalanx.views) -------------------
+
+OutputOpt = Annotated[
+    Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts).")
+]
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig path(s), as kubectl."),
+]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+NamespaceOpt = Annotated[
+    str | None,
+    typer.Option("-n", "--namespace", help="Namespace (default: the kubeconfig context's)."),
+]
+
+
+@app.command("queue")
+def queue_view(
+    namespace: NamespaceOpt = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("-A", "--all-namespaces", help="Gangs of every namespace.")
+    ] = False,
+    start: Annotated[
+        bool, typer.Option("--start", help="Only waiting gangs, soonest expected start first.")
+    ] = False,
+    output: OutputOpt = Output.TABLE,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Gangs with queue, phase, bound/min, reason, position and ETA (like squeue [--start])."""
+    from datetime import UTC, datetime
+
+    from phalanx.views import render
+    from phalanx.views.fetch import Reader
+    from phalanx.views.rows import queue_rows
+
+    if namespace and all_namespaces:
+        raise ViewError("-n/--namespace and -A/--all-namespaces exclude each other")
+    reader = Reader.connect(kubeconfig, context)
+    ns = None if all_namespaces else (namespace or reader.namespace)
+    rows = queue_rows(reader.podgroups(ns), start=start)
+    if output is not Output.TABLE:
+        print(dump([r.to_json() for r in rows], output))
+    elif not rows:
+        err.print(f"no PodGroups{'' if ns is None else f' in namespace {ns}'}", highlight=False)
+    else:
+        render.show(render.queue_table(rows, datetime.now(UTC), ns is None))
+
+
+@app.command("share")
+def share_view(
+    output: OutputOpt = Output.TABLE,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Per queue: weight, guarantee, deserved, allocated, borrowed GPUs, usage, fair share."""
+    from phalanx.views import render
+    from phalanx.views.fetch import Reader
+    from phalanx.views.rows import share_rows
+
+    rows = share_rows(Reader.connect(kubeconfig, context).queues())
+    if output is not Output.TABLE:
+        print(dump([r.to_json() for r in rows], output))
+        return
+    render.show(render.share_table(rows))
+    for note in render.share_notes(rows):
+        print(note)
+
+
+@app.command("explain")
+def explain_view(
+    podgroup: Annotated[str, typer.Argument(help="The PodGroup's name.")],
+    namespace: NamespaceOpt = None,
+    output: OutputOpt = Output.TABLE,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Why a gang waits, in numbers, and what would let it start."""
+    from datetime import UTC, datetime
+
+    from phalanx.views import render
+    from phalanx.views.fetch import Reader
+    from phalanx.views.rows import explanation
+
+    reader = Reader.connect(kubeconfig, context)
+    obj = reader.podgroup(namespace or reader.namespace, podgroup)
+    now = datetime.now(UTC)
+    found = explanation(obj, now)
+    if output is not Output.TABLE:
+        print(dump(found.to_json(), output))
+    else:
+        render.show(render.explanation_text(found, now))
+
+
 def main() -> None:
     """Entry point: one-line errors for everything a user can cause."""
+    # As the kubectl plugin (`kubectl phalanx …` runs `kubectl-phalanx …`), name it so in help.
+    invoked_as = sys.argv[0].rsplit("/", 1)[-1] if sys.argv else ""
+    prog = "kubectl phalanx" if invoked_as.startswith("kubectl-") else None
     try:
-        app()
-    except (DevClusterError, ConfigError) as exc:
+        app(prog_name=prog)
+    except (DevClusterError, ConfigError, ViewError) as exc:
         print(f"phalanx: error: {exc}", file=sys.stderr)
         sys.exit(1)
 

@@ -1,0 +1,127 @@
+"""Tables for a terminal, JSON and YAML for scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from phalanx.core.reasons import format_duration
+from phalanx.views.rows import Explanation, GangRow, ShareRow, parse_time
+
+DASH = "-"
+
+
+def eta_text(eta: str | None, now: datetime) -> str:
+    """'05:22:10 (in 9m)' in local time; the date too when it is not today; '-' without ETA."""
+    when = parse_time(eta)
+    if when is None:
+        return DASH
+    local, today = when.astimezone(), now.astimezone()
+    clock = local.strftime("%H:%M:%S" if local.date() == today.date() else "%Y-%m-%d %H:%M")
+    wait = (when - now).total_seconds()
+    return f"{clock} ({'now' if wait <= 0 else 'in ' + format_duration(wait)})"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def queue_table(rows: Sequence[GangRow], now: datetime, all_namespaces: bool) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    if all_namespaces:
+        table.add_column("NAMESPACE")
+    for name in ("NAME", "QUEUE", "PHASE"):
+        table.add_column(name)
+    table.add_column("BOUND/MIN", justify="right")
+    table.add_column("REASON")
+    table.add_column("POSITION", justify="right")
+    table.add_column("ETA")
+    for r in rows:
+        cells = [r.namespace] if all_namespaces else []
+        cells += [
+            r.name,
+            r.queue,
+            _cell(r.phase),
+            f"{r.bound}/{r.min}",
+            _cell(r.reason),
+            _cell(r.position),
+            eta_text(r.eta, now),
+        ]
+        table.add_row(*cells)
+    return table
+
+
+def share_table(rows: Sequence[ShareRow]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("QUEUE")
+    for name in ("WEIGHT", "GUARANTEE", "DESERVED", "ALLOCATED", "BORROWED", "PENDING", "RUNNING"):
+        table.add_column(name, justify="right")
+    table.add_column("USAGE", justify="right")
+    table.add_column("FAIRSHARE", justify="right")
+    for r in rows:
+        table.add_row(
+            r.queue,
+            str(r.weight),
+            str(r.guarantee),
+            _cell(r.deserved),
+            _cell(r.allocated),
+            _cell(r.borrowed),
+            _cell(r.pending_gangs),
+            _cell(r.running_gangs),
+            _cell(round(r.usage) if r.usage is not None else None),
+            _cell(r.fair_share),
+        )
+    return table
+
+
+def share_notes(rows: Sequence[ShareRow]) -> list[str]:
+    """Messages the operator left on queues (e.g. guarantees scaled down)."""
+    return [f"{r.queue}: {r.message}" for r in rows if r.message]
+
+
+def explanation_text(e: Explanation, now: datetime) -> Text:
+    out = Text()
+
+    def line(label: str, value: str) -> None:
+        out.append(f"{label:<10}", style="bold")
+        out.append(f"{value}\n")
+
+    line("PodGroup", f"{e.namespace}/{e.name} (queue {e.queue})")
+    line("Phase", _cell(e.phase))
+    line("Reason", _cell(e.reason))
+    if e.message:
+        line("Message", e.message)
+    if e.position is not None:
+        line("Position", f"{e.position} in queue {e.queue}")
+    line("ETA", eta_text(e.eta, now))
+    if e.evicted:
+        line("Evicted", e.evicted)
+    if e.detail:
+        out.append("Numbers\n", style="bold")
+        for key, value in e.detail.items():
+            out.append(f"  {key:<20}{value}\n")
+    if e.would_start:
+        out.append("What would let it start\n", style="bold")
+        for hint in e.would_start:
+            out.append(f"  - {hint}\n")
+    out.rstrip()
+    return out
+
+
+def show(renderable: Table | Text) -> None:
+    """Print on stdout, never cropping a table: wider than the terminal, let the terminal wrap
+    (as kubectl does); into a pipe, at full width."""
+    out = Console(highlight=False)
+    need = Measurement.get(out, out.options.update_width(10_000), renderable).maximum
+    if need > out.width:
+        out = Console(highlight=False, width=need)
+    out.print(renderable)

@@ -1,0 +1,412 @@
+"""PodGroup and Queue objects → the rows of `phalanx queue`, `share` and `explain` (pure).
+
+Inputs are the objects as the API returns them (plain dicts; status as `k8s/status.py` writes it:
+quantities as strings such as "16", conditions, `estimatedStartTime` in RFC 3339). Everything is
+read defensively: a PodGroup the operator has not seen yet has no status, and the views must still
+show it. The JSON keys are the contract of PRODUCT.md §6; tools depend on them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from phalanx.core.reasons import Reason, format_duration
+from phalanx.quantity import QuantityError, to_units
+
+GPU = "nvidia.com/gpu"
+#: The core's ETA phrase ("… when 2 running gangs end"), to repeat beside the absolute time.
+_ENDING = re.compile(r"when (\d+ running gangs? ends?)")
+PENDING_PHASES = frozenset({"Pending"})
+#: Order of phases in the plain `queue` listing: what holds GPUs first, then what waits.
+PHASE_RANK = {
+    "Running": 0,
+    "Degraded": 1,
+    "Binding": 2,
+    "Pending": 3,
+    "Succeeded": 4,
+    "Failed": 5,
+}
+
+Obj = Mapping[str, Any]
+
+
+# -- small readers --------------------------------------------------------------------------------
+
+
+def _dict(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def quantity(resources: object, resource: str) -> int | None:
+    """One resource of a resource list in whole units ("16" → 16); None when absent or bad."""
+    value = _dict(resources).get(resource)
+    if value is None:
+        return None
+    try:
+        return to_units(resource, value)
+    except QuantityError:
+        return None
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """RFC 3339 ("2026-11-30T05:12:00Z") → an aware datetime; None when absent or bad."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def condition(obj: Obj, ctype: str) -> Mapping[str, Any] | None:
+    conditions = _dict(obj.get("status")).get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == ctype), None)
+
+
+def _meta(obj: Obj) -> tuple[str, str]:
+    meta = _dict(obj.get("metadata"))
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+# -- phalanx queue ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GangRow:
+    """One PodGroup as `phalanx queue` shows it (like a line of `squeue`)."""
+
+    namespace: str
+    name: str
+    queue: str
+    phase: str | None
+    bound: int
+    min: int
+    reason: str | None
+    position: int | None
+    eta: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the keys of PRODUCT.md §6."""
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "queue": self.queue,
+            "phase": self.phase,
+            "bound": self.bound,
+            "min": self.min,
+            "reason": self.reason,
+            "position": self.position,
+            "eta": self.eta,
+        }
+
+    @property
+    def pending(self) -> bool:
+        """Waiting to start: `Pending`, or not yet seen by the operator (no phase)."""
+        return self.phase is None or self.phase in PENDING_PHASES
+
+
+def gang_row(obj: Obj) -> GangRow:
+    namespace, name = _meta(obj)
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    scheduled = condition(obj, "Scheduled")
+    return GangRow(
+        namespace=namespace,
+        name=name,
+        queue=_str(spec.get("queue")) or "default",
+        phase=_str(status.get("phase")),
+        bound=_int(status.get("bound")) or 0,
+        min=_int(spec.get("minMember")) or 0,
+        reason=_str(scheduled.get("reason")) if scheduled else None,
+        position=_int(status.get("queuePosition")),
+        eta=_str(status.get("estimatedStartTime")),
+    )
+
+
+def _eta_key(row: GangRow) -> tuple[int, float]:
+    when = parse_time(row.eta)
+    return (0, when.timestamp()) if when is not None else (1, 0.0)
+
+
+def _position_key(row: GangRow) -> tuple[int, int]:
+    return (0, row.position) if row.position is not None else (1, 0)
+
+
+def queue_rows(podgroups: Iterable[Obj], *, start: bool = False) -> list[GangRow]:
+    """The rows of `phalanx queue`.
+
+    Plain: by queue, then what runs before what waits, pending gangs by their position.
+    `start` (like `squeue --start`): only the gangs waiting to start, soonest expected start
+    first (gangs without an ETA last), then by position in their queue.
+    """
+    rows = [gang_row(o) for o in podgroups]
+    if start:
+        rows = [r for r in rows if r.pending]
+        return sorted(
+            rows, key=lambda r: (_eta_key(r), _position_key(r), r.queue, r.namespace, r.name)
+        )
+    return sorted(
+        rows,
+        key=lambda r: (
+            r.queue,
+            PHASE_RANK.get(r.phase or "Pending", len(PHASE_RANK)),
+            _position_key(r),
+            r.namespace,
+            r.name,
+        ),
+    )
+
+
+# -- phalanx share ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShareRow:
+    """One Queue as `phalanx share` shows it (like a line of `sshare`), GPUs as numbers.
+
+    Status figures are None for a queue the operator has not reported on yet.
+    """
+
+    queue: str
+    weight: int
+    guarantee: int
+    deserved: int | None
+    allocated: int | None
+    borrowed: int | None
+    usage: float | None
+    fair_share: float | None
+    pending_gangs: int | None = None
+    running_gangs: int | None = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the keys of PRODUCT.md §6."""
+        return {
+            "queue": self.queue,
+            "weight": self.weight,
+            "guarantee": self.guarantee,
+            "deserved": self.deserved,
+            "allocated": self.allocated,
+            "borrowed": self.borrowed,
+            "usage": self.usage,
+            "fairShare": self.fair_share,
+        }
+
+
+def share_row(obj: Obj, resource: str = GPU) -> ShareRow:
+    _, name = _meta(obj)
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    reported = bool(status)
+    return ShareRow(
+        queue=name,
+        weight=_int(spec.get("weight")) or 1,
+        guarantee=quantity(spec.get("guarantee"), resource) or 0,
+        # The operator writes every queue's figures each cycle; an absent resource means 0.
+        deserved=(quantity(status.get("deserved"), resource) or 0) if reported else None,
+        allocated=(quantity(status.get("allocated"), resource) or 0) if reported else None,
+        borrowed=(quantity(status.get("borrowed"), resource) or 0) if reported else None,
+        usage=_float(status.get("usage")),
+        fair_share=_float(status.get("fairShare")),
+        pending_gangs=_int(status.get("pendingGangs")),
+        running_gangs=_int(status.get("runningGangs")),
+        message=_str(status.get("message")),
+    )
+
+
+def share_rows(queues: Iterable[Obj], resource: str = GPU) -> list[ShareRow]:
+    return sorted((share_row(q, resource) for q in queues), key=lambda r: r.queue)
+
+
+# -- phalanx explain ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a gang waits, in numbers, and what would let it start."""
+
+    namespace: str
+    name: str
+    queue: str
+    phase: str | None
+    reason: str | None
+    message: str | None
+    detail: Mapping[str, Any] | None
+    position: int | None
+    eta: str | None
+    would_start: tuple[str, ...]
+    evicted: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
+        return {
+            "reason": self.reason,
+            "message": self.message,
+            "detail": dict(self.detail) if self.detail is not None else None,
+            "namespace": self.namespace,
+            "name": self.name,
+            "queue": self.queue,
+            "phase": self.phase,
+            "position": self.position,
+            "eta": self.eta,
+            "wouldStart": list(self.would_start),
+            "evicted": self.evicted,
+        }
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
+def _more_free(n: int) -> str:
+    n = max(0, n)
+    return f"{n} more free GPU" if n == 1 else f"{n} more free GPUs"
+
+
+def would_start(obj: Obj, now: datetime) -> tuple[str, ...]:
+    """What would let the gang start, worked out from the numbers in its status."""
+    namespace, name = _meta(obj)
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    scheduled = condition(obj, "Scheduled")
+    reason = _str(scheduled.get("reason")) if scheduled else None
+    phase = _str(status.get("phase"))
+    queue = _str(spec.get("queue")) or "default"
+    if phase is None and reason is None:
+        return ("no status yet: the operator has not seen this PodGroup (is `phalanx run` up?)",)
+    if phase in ("Running", "Degraded", "Binding", "Succeeded", "Failed"):
+        return ()
+    if scheduled is not None and scheduled.get("status") == "True":
+        return ()
+    detail = _dict(status.get("pendingDetail"))
+    requested = _int(detail.get("requestedGPUs"))
+    free = _int(detail.get("freeGPUs"))
+    best, best_free = _str(detail.get("bestDomain")), _int(detail.get("bestDomainFreeGPUs"))
+    deserved = _int(detail.get("queueDeservedGPUs"))
+    allocated = _int(detail.get("queueAllocatedGPUs"))
+    hints: list[str] = []
+
+    if reason == Reason.WAITING_FOR_PODS:
+        members = _int(status.get("members")) or 0
+        minimum = _int(spec.get("minMember")) or 0
+        missing = max(0, minimum - members)
+        hints.append(
+            f"needs {missing} more pod(s) labelled phalanx.dev/pod-group={name} in namespace "
+            f"{namespace} ({members} of {minimum} exist)"
+        )
+    elif reason == Reason.QUEUE_NOT_FOUND:
+        hints.append(f"needs a Queue named {queue}, or spec.queue naming an existing Queue")
+    elif reason == Reason.QUEUE_FORBIDDEN:
+        hints.append(f"needs namespace {namespace} in spec.namespaces of the Queue {queue}")
+    elif reason == Reason.QUEUE_OVER_LIMIT:
+        hints.append(f"needs gangs of the queue {queue} to end, or a higher spec.limit on it")
+    elif reason == Reason.INVALID:
+        hints.append("needs a corrected spec (see the message)")
+    elif reason == Reason.TOPOLOGY_UNSATISFIABLE and requested is not None:
+        level = _str(_dict(spec.get("topology")).get("required")) or "domain"
+        if best is not None and best_free is not None:
+            hints.append(
+                f"needs {_more_free(requested - best_free)} under one {level} "
+                f"({requested} requested; the best {level}, {best}, has {best_free} free)"
+            )
+        else:
+            hints.append(f"needs {_gpus(requested)} free under one {level}")
+    elif reason == Reason.INSUFFICIENT_CAPACITY and requested is not None and free is not None:
+        if requested > free:
+            hints.append(
+                f"needs {_more_free(requested - free)} that it can use "
+                f"({requested} requested, {free} free now)"
+            )
+        else:
+            hints.append(
+                f"needs free GPUs where its pods fit ({free} free for {requested} requested, "
+                "but not on nodes matching its per-pod requests, selectors and tolerations)"
+            )
+    elif reason == Reason.WAITING_FOR_RESERVATION:
+        if free is not None and requested is not None and free >= requested:
+            hints.append(
+                f"{free} GPUs are free but reserved for gangs ahead of it: it could start now "
+                "(backfill) only with a timeLimitSeconds ending before their reservations"
+            )
+        else:
+            hints.append("starts when the capacity being freed for it (evictions) comes back")
+
+    if deserved is not None and allocated is not None and requested is not None:
+        after = allocated + requested
+        if after > deserved:
+            hints.append(
+                f"its queue {queue} would hold {after} GPUs, over its deserved {deserved} "
+                f"(allocated {allocated}): it can borrow idle GPUs but not reclaim lent ones"
+            )
+        elif requested:
+            hints.append(
+                f"its queue {queue} would hold {after} of its deserved {deserved} GPUs "
+                f"(allocated {allocated}): GPUs lent to other queues can be reclaimed for it"
+            )
+
+    eta = parse_time(_str(status.get("estimatedStartTime")))
+    if eta is not None:
+        wait = (eta - now).total_seconds()
+        when = "now" if wait <= 0 else f"in {format_duration(wait)}"
+        ending = _ENDING.search(_str(scheduled.get("message") if scheduled else None) or "")
+        hints.append(
+            f"starts at {eta.strftime('%Y-%m-%dT%H:%M:%SZ')} ({when}), its reservation"
+            + (f", when {ending.group(1)}" if ending else "")
+        )
+    elif reason not in (Reason.QUEUE_NOT_FOUND, Reason.QUEUE_FORBIDDEN, Reason.INVALID):
+        hints.append(
+            "no expected start: no reservation (running gangs without a time limit, "
+            "or beyond the backfill depth)"
+        )
+    return tuple(hints)
+
+
+def explanation(obj: Obj, now: datetime) -> Explanation:
+    namespace, name = _meta(obj)
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    scheduled = condition(obj, "Scheduled")
+    evicted = condition(obj, "Evicted")
+    detail = status.get("pendingDetail")
+    return Explanation(
+        namespace=namespace,
+        name=name,
+        queue=_str(spec.get("queue")) or "default",
+        phase=_str(status.get("phase")),
+        reason=_str(scheduled.get("reason")) if scheduled else None,
+        message=_str(scheduled.get("message")) if scheduled else None,
+        detail=detail if isinstance(detail, Mapping) else None,
+        position=_int(status.get("queuePosition")),
+        eta=_str(status.get("estimatedStartTime")),
+        would_start=would_start(obj, now),
+        evicted=(
+            f"{evicted.get('reason')}: {evicted.get('message')}"
+            if evicted is not None and evicted.get("status") == "True"
+            else None
+        ),
+    )

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane bench-core bench-devcluster clean down chaos bench-e2e bench-sim
+.PHONY: demo test test-unit test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-sim
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test-integration: control-plane
 
 ## All the tests: lint, unit tier, integration tier on the real local control plane.
 test: lint test-unit test-integration
+
+## Copy crds/ into charts/phalanx/crds/ and render deploy/manifests/ from the chart (helm template).
+sync-chart: control-plane
+	$(BIN)/python -m phalanx.devcluster.chart
 
 down: $(STAMP)
 	$(BIN)/phalanx dev-cluster down

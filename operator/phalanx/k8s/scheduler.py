@@ -12,6 +12,13 @@ One cycle, in order (numbered as the code below):
     whole gang in memory, record the decision on the PodGroup status, bind all members
     concurrently, retry failures against the reservation until the bind deadline, else roll back;
  7. write PodGroup and Queue status where it changed.
+
+Binds are pipelined: step 6 starts each gang's bind as a task and the cycle goes on without
+waiting for it, so the next cycle can place newly arrived gangs while earlier ones are still being
+bound. That is safe because a gang's members are reserved (`assumed`) before its task starts: the
+next cycle's view counts them as placed, so nothing else is put on that capacity. While its task
+runs, a gang is *in flight*: no other step touches it (partial repair, evictions, status), since
+its task owns its status and its rollback.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -143,6 +151,9 @@ class Scheduler:
         self.cycles = 0
         self._background: set[asyncio.Task[None]] = set()
         self.refreshed: dict[str, float] = {}
+        self.inflight: dict[str, asyncio.Task[None]] = {}
+        """Gangs whose bind task is running (key → task); see the module docstring."""
+        self._bind_slots: asyncio.Semaphore | None = None
 
     # -- loop -------------------------------------------------------------------------------
 
@@ -153,6 +164,11 @@ class Scheduler:
         task = asyncio.create_task(self.api.event(involved, reason, message, kind))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def settle(self) -> None:
+        """Wait for every bind task in flight (tests, and a clean shutdown)."""
+        while self.inflight:
+            await asyncio.gather(*self.inflight.values(), return_exceptions=True)
 
     def poke(self) -> None:
         """Something changed: run a cycle soon (debounced)."""
@@ -187,23 +203,38 @@ class Scheduler:
                 for q in view.snapshot.queues
             ),
         )
-        # 3. partial gangs
-        if view.partial and self.leader.may_act():
-            await self._repair_partial(view)
+        # 3. partial gangs (a gang in flight is its bind task's business)
+        partial = view.partial - self.inflight.keys()
+        if partial and self.leader.may_act():
+            await self._repair_partial(view, partial)
             return None  # the next cycle decides on a clean view
         # 4. decide
         # In a worker thread: the event loop keeps serving watches and in-flight writes meanwhile.
+        viewed = time.perf_counter()
         result = await asyncio.to_thread(schedule, view.snapshot, self.policy, now)
+        decided = time.perf_counter()
         self.cycles += 1
+        if result.bindings or result.evictions:
+            log.info(
+                "cycle %d: %d gang(s) to bind (%d pods), %d eviction(s), %d gang(s) already "
+                "binding; view %.0f ms, core %.0f ms",
+                self.cycles,
+                len(result.bindings),
+                sum(len(p) for p in result.bindings.values()),
+                len(result.evictions),
+                len(self.inflight),
+                1000 * (viewed - started),
+                1000 * (decided - viewed),
+            )
         if not self.leader.may_act():
             return result
         # 5. evict
         await self._evict_decided(result, view, now)
         await self._enforce_time_limits(view, now)
         await self._evict_degraded(view)
-        # 6. bind
+        # 6. bind (started, not awaited)
         if result.bindings and self.leader.may_act():
-            await self._bind_round(result, view, now)
+            self._start_binds(result, view, now)
         # 7. status
         await self._write_statuses(view, result, now)
         await self._write_queues(result, view, now)
@@ -264,8 +295,8 @@ class Scheduler:
 
     # -- 3. partial gangs -------------------------------------------------------------------
 
-    async def _repair_partial(self, view: View) -> None:
-        for key in sorted(view.partial):
+    async def _repair_partial(self, view: View, partial: set[str]) -> None:
+        for key in sorted(partial):
             gang = view.gangs[key]
             was_running = bool(gang.group and gang.group.status.get("phase") == "Running")
             if was_running:
@@ -280,13 +311,15 @@ class Scheduler:
     async def _evict_decided(self, result: CycleResult, view: View, now: float) -> None:
         for ev in result.evictions:
             gang = view.gangs.get(ev.gang)
-            if gang is None or ev.gang in self.evicting:
+            if gang is None or ev.gang in self.evicting or ev.gang in self.inflight:
                 continue
             await self._evict_gang(gang, str(ev.reason), ev.message)
 
     async def _enforce_time_limits(self, view: View, now: float) -> None:
         for rg in view.snapshot.running:
             if rg.time_limit is None or rg.id in self.evicting or rg.id not in view.running:
+                continue
+            if rg.id in self.inflight:
                 continue
             if now - rg.start_time > rg.time_limit:
                 await self._evict_gang(
@@ -300,7 +333,7 @@ class Scheduler:
             return
         for key in sorted(view.running):
             gang = view.gangs[key]
-            if key in self.evicting or gang.failed == 0:
+            if key in self.evicting or key in self.inflight or gang.failed == 0:
                 continue
             live = [p for p in gang.bound(self.assumed) if not p.deleting]
             if len(live) + gang.succeeded < gang.min_member:
@@ -342,18 +375,30 @@ class Scheduler:
 
     # -- 6. binding -------------------------------------------------------------------------
 
-    async def _bind_round(self, result: CycleResult, view: View, now: float) -> None:
-        sem = asyncio.Semaphore(self.config.bind_concurrency)
-        tasks = []
+    def _start_binds(self, result: CycleResult, view: View, now: float) -> None:
+        if self._bind_slots is None:
+            # One limit on binds in flight across all gangs and cycles.
+            self._bind_slots = asyncio.Semaphore(self.config.bind_concurrency)
         for key, pods in sorted(result.bindings.items()):
+            if key in self.inflight:
+                continue  # more members of a gang still binding: placed by a later cycle
             gang = view.gangs[key]
             decision = result.gangs.get(key)
             # Reserve the whole gang in the in-memory view before any write.
             for pod_key, node in pods.items():
                 self.assumed[pod_key] = node
                 self.assumed_at[pod_key] = now
-            tasks.append(self._bind_gang(gang, pods, decision, sem, now))
-        await asyncio.gather(*tasks)
+            task = asyncio.create_task(
+                self._bind_gang(gang, pods, decision, self._bind_slots, now), name=f"bind {key}"
+            )
+            self.inflight[key] = task
+            task.add_done_callback(functools.partial(self._bind_done, key))
+
+    def _bind_done(self, key: str, task: asyncio.Task[None]) -> None:
+        self.inflight.pop(key, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("binding gang %s failed", key, exc_info=task.exception())
+        self.poke()  # the capacity picture changed (bound, or rolled back)
 
     async def _bind_gang(
         self,
@@ -511,7 +556,7 @@ class Scheduler:
         writes = []
         for key in sorted(view.gangs):
             gang = view.gangs[key]
-            if key in result.bindings:
+            if key in result.bindings or key in self.inflight:
                 continue
             decision = result.gangs.get(key)
             if key in view.pending and decision is not None:

@@ -8,6 +8,14 @@ against what was measured).
 Each replay runs in its own spawned process, so its wall time and peak RSS are its own; two run
 at a time on a 2-core machine (`--workers`). `--quick N` replays only the first N jobs of each
 trace (for development: the figures are not comparable with a full run).
+
+The whole benchmark takes hours on a shared 2-core machine (the Phalanx replay of Philly alone
+takes most of it; `bench/SIM.md` lists each replay's wall time). `--reuse` keeps the replays
+already in `bench/results/sim.json` that match what would be run now (same trace, shape, job
+limit, cycle interval and policy configuration) and replays only the rest, so an interrupted
+or partial benchmark can be finished, and the tables re-rendered, without starting over.
+`--policy` limits the policies replayed; `--merge FILE` adds a summary written by
+`phalanx simulate --json` (plus a `label`) to the results.
 """
 
 from __future__ import annotations
@@ -261,6 +269,7 @@ def markdown(payload: dict[str, Any]) -> str:
                 f"| {label} | {policy} | {s['cycles']} | {_f(c['mean'], '.1f')} / "
                 f"{_f(c['p95'], '.1f')} / {_f(c['max'], '.0f')} | {s['pending_gangs_max']} |"
             )
+    total_wall = sum(s["wall_s"] for bp in results.values() for s in bp.values())
     slowest = max(
         ((s["wall_s"], label, policy) for label, bp in results.items() for policy, s in bp.items()),
         default=None,
@@ -268,9 +277,10 @@ def markdown(payload: dict[str, Any]) -> str:
     if slowest is not None:
         lines += [
             "",
-            f"Slowest replay: {slowest[1]} / {slowest[2]}, {slowest[0]:.0f} s wall; the whole "
-            f"benchmark took {payload['total_wall_s'] / 60:.0f} min with "
-            f"{payload.get('workers', 2)} replays at a time.",
+            f"Slowest replay: {slowest[1]} / {slowest[2]}, {slowest[0]:.0f} s wall. All the "
+            f"replays together: {total_wall / 3600:.1f} h of wall time one after the other "
+            f"(`make bench-sim` runs {payload.get('workers', 2)} at a time; `--reuse` keeps "
+            "finished ones).",
         ]
     lines += ["", NOTES]
     return "\n".join(lines)
@@ -303,21 +313,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render-only", action="store_true", help="rewrite the markdown from the JSON"
     )
+    parser.add_argument("--policy", action="append", help="policies to run (default: all)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep matching finished replays from --json"
+    )
+    parser.add_argument(
+        "--merge", action="append", type=Path, default=[], help="add a `phalanx simulate` JSON"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "operator"))
     if args.render_only:
         args.md.write_text(markdown(json.loads(args.json.read_text())), encoding="utf-8")
         return 0
-    todo = [r for r in runs() if not args.only or r[0] in args.only]
     started = time.time()
     version = core_version()
-    results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in todo}
     order = {p: i for i, p in enumerate(ALL_POLICIES)}
+    kept = _previous(args) if args.reuse or args.merge else {}
+    for path in args.merge:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        kept.setdefault(summary["label"], {})[summary["policy"]] = summary
+    todo = [r for r in runs() if not args.only or r[0] in args.only]
+    results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in runs()}
+    for label, by_policy in kept.items():
+        for policy, summary in by_policy.items():
+            if label in results and _matches(summary, label, policy, args):
+                results[label][policy] = summary
     ctx = multiprocessing.get_context("spawn")
     # One process per replay (its own peak RSS); the cheap ones first, and the files are
     # rewritten after every replay, so a run cut short still leaves what it measured.
-    jobs = [(label, trace, shape, p) for label, trace, shape, ps in todo for p in ps]
+    jobs = [
+        (label, trace, shape, p)
+        for label, trace, shape, ps in todo
+        for p in ps
+        if (not args.policy or p in args.policy) and p not in results[label]
+    ]
     jobs.sort(key=lambda j: (j[0] == "philly", j[0] == "itp-cluster04", _COST[j[3]]))
+    if kept:
+        reused = sum(len(bp) for bp in results.values())
+        print(f"reusing {reused} finished replays; {len(jobs)} to run", flush=True)
     with ProcessPoolExecutor(
         max_workers=args.workers, mp_context=ctx, max_tasks_per_child=1
     ) as pool:
@@ -327,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             futures.append((label, policy, fut))
         for label, policy, fut in futures:
             summary = fut.result()
+            summary["code"] = version
+            summary["finished_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             results[label][policy] = summary
             _write(args, version, started, results, order, done=False)
             print(
@@ -338,6 +373,32 @@ def main(argv: list[str] | None = None) -> int:
             )
     _write(args, version, started, results, order, done=True)
     return 0
+
+
+def _previous(args: argparse.Namespace) -> dict[str, dict[str, dict[str, Any]]]:
+    """The replays recorded in the existing results file (none if there is no file)."""
+    if not args.json.exists():
+        return {}
+    payload = json.loads(args.json.read_text(encoding="utf-8"))
+    return {label: dict(bp) for label, bp in payload.get("results", {}).items()}
+
+
+def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Namespace) -> bool:
+    """Whether a recorded replay is the one this benchmark would run now (timing aside)."""
+    from phalanx.sim.policies import POLICIES
+    from phalanx.sim.report import policy_config
+
+    spec = {lab: (trace, shape) for lab, trace, shape, _ in runs()}.get(label)
+    if spec is None or policy not in POLICIES:
+        return False
+    trace, shape = spec
+    return (
+        summary.get("trace") == trace
+        and summary.get("shape") == shape
+        and summary.get("limit_jobs") == args.quick
+        and summary.get("cycle_interval_s") == args.cycle_interval
+        and summary.get("policy_config") == policy_config(POLICIES[policy])
+    )
 
 
 def _write(
@@ -354,8 +415,9 @@ def _write(
         for label, by_policy in results.items()
         if by_policy
     }
+    expected = {label: len(ps) for label, _, _, ps in runs()}
     payload = {
-        "complete": done,
+        "complete": done and all(len(results.get(k, {})) == n for k, n in expected.items()),
         "command": "bench/sim_bench.py " + " ".join(sys.argv[1:]),
         "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -363,6 +425,7 @@ def _write(
         "quick": args.quick,
         "cycle_interval_s": args.cycle_interval,
         "total_wall_s": time.time() - started,
+        "workers": args.workers,
         "results": results,
         "goals": goals(results),
     }

@@ -21,10 +21,12 @@ import math
 import resource
 import sys
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from phalanx.sim import metrics
 from phalanx.sim.engine import SimResult
+from phalanx.sim.policies import SimPolicy
 
 SHARE_TOLERANCE = 0.1
 """The "within 10% of its deserved share" of the issue's goals."""
@@ -34,6 +36,18 @@ def peak_rss_mib() -> float:
     """Peak resident memory of this process so far, in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
+def policy_config(policy: SimPolicy) -> dict[str, Any]:
+    """What a replay's policy was configured with: the core `Policy` knobs (not the topology
+    levels) and the simulator's own switches. Two summaries with equal configs (and the same
+    trace, shape, job limit and cycle interval) come from the same replay up to timing."""
+    out: dict[str, Any] = {"queues": policy.queues, "usage_decay": policy.usage_decay}
+    if policy.core is not None:
+        for f in fields(policy.core):
+            if f.name != "topology_levels":
+                out[f.name] = getattr(policy.core, f.name)
+    return out
 
 
 def _stats(stats: metrics.Stats) -> dict[str, Any]:
@@ -90,6 +104,7 @@ def summarize(result: SimResult, **context: Any) -> dict[str, Any]:
         {
             "policy": result.policy.name,
             "policy_description": result.policy.description,
+            "policy_config": policy_config(result.policy),
             "seed": result.seed,
             "cycle_interval_s": result.cycle_interval_s,
             "cluster_gpus": total,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sim_builders import cluster, job
 
 from phalanx.sim.engine import simulate
-from phalanx.sim.policies import POLICIES, get_policy
+from phalanx.sim.policies import PHALANX_BACKFILL_DEPTH, POLICIES, SimPolicy, get_policy
 from phalanx.sim.queues import QueueSpec, single_queue
 
 GPU = "nvidia.com/gpu"
@@ -119,3 +121,55 @@ def test_coalesced_cycles_act_on_the_grid() -> None:
     result = simulate(jobs, cluster(1), single_queue(), get_policy("phalanx"), cycle_interval_s=60)
     got = {j.id: (j.start_s, j.end_s) for j in result.completed}
     assert got == {"a": (0, 5), "b": (60, 90), "c": (120, 121)}
+
+
+def _depth_trace() -> list:
+    """Three nodes. A (8 GPUs, 1000 s, limit 30 min) and E (8 GPUs, 20000 s, limit 8 h) start
+    at 0 on two of them. B (24 GPUs) at 1 needs all three: reserved at E's limit, 28800. C
+    (16 GPUs, limit 30 min) at 2 fits from A's limit (1800) on A's node and the free one,
+    well before B's reservation. D (8 GPUs, 10000 s, limit 4 h) at 3 fits the free node now
+    and ends before 28800, but runs past 1800 on a node C would be planned on."""
+    return [
+        job("a", 0, 8, 1000),
+        job("e", 0, 8, 20000),
+        job("b", 1, 24, 100),
+        job("c", 2, 16, 100),
+        job("d", 3, 8, 10000),
+    ]
+
+
+def _with_depth(depth: int) -> SimPolicy:
+    policy = get_policy("phalanx")
+    assert policy.core is not None
+    return replace(policy, core=replace(policy.core, backfill_depth=depth))
+
+
+def test_simulated_phalanx_reserves_for_the_first_waiting_gang_only() -> None:
+    """The `phalanx` policy runs with backfill depth 1 (EASY): only B is reserved, so D starts
+    at 3 (it ends before 28800); C waits for two free nodes until D ends (10003); B starts when
+    E ends (20000), never delayed."""
+    assert POLICIES["phalanx"].core is not None
+    assert POLICIES["phalanx"].core.backfill_depth == PHALANX_BACKFILL_DEPTH == 1
+    result = simulate(_depth_trace(), cluster(3), single_queue(), get_policy("phalanx"))
+    got = {j.id: (j.start_s, j.end_s) for j in result.completed}
+    assert got == {
+        "a": (0, 1000),
+        "e": (0, 20000),
+        "d": (3, 10003),
+        "c": (10003, 10103),
+        "b": (20000, 20100),
+    }
+
+
+def test_deeper_backfill_reserves_for_the_second_gang_too() -> None:
+    """At the product default depth (100) C is reserved from 1800 as well, so D (which would
+    overlap it) is held back: C starts when A ends (1000), D when C ends (1100), B at 20000."""
+    result = simulate(_depth_trace(), cluster(3), single_queue(), _with_depth(100))
+    got = {j.id: (j.start_s, j.end_s) for j in result.completed}
+    assert got == {
+        "a": (0, 1000),
+        "e": (0, 20000),
+        "c": (1000, 1100),
+        "d": (1100, 11100),
+        "b": (20000, 20100),
+    }

@@ -70,6 +70,9 @@ class ClusterState:
         self._tick = 0
         #: The leaf of every node change, in order (`ShapeCaps` replays it to stay current).
         self.leaf_log: list[int] = []
+        #: Per leaf, the length of `leaf_log` just after the leaf's last entry (0: never), so
+        #: "which leaves changed since position p" is a scan of the leaves, not of the log.
+        self.leaf_touched = [0] * nleaves
         self.total_gpu = 0
         for n, vec in enumerate(free):
             if usable[n]:
@@ -112,7 +115,10 @@ class ClusterState:
     def _touch(self, n: int) -> None:
         self._tick += 1
         self.node_version[n] = self._tick
-        self.leaf_log.append(self.topo.leaf_of[n])
+        leaf = self.topo.leaf_of[n]
+        log = self.leaf_log
+        log.append(leaf)
+        self.leaf_touched[leaf] = len(log)
         if self.due is not None:
             self.due.refresh(n)
 

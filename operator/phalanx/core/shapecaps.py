@@ -25,22 +25,32 @@ if TYPE_CHECKING:
 class ShapeCaps:
     """Leaves with room for `shape` now (leaf → pods), current up to `pos` in the leaf log."""
 
-    __slots__ = ("caps", "pos")
+    __slots__ = ("caps", "listed", "pos")
 
     def __init__(self) -> None:
         self.caps: dict[int, int] = {}
         self.pos = -1
+        #: `caps` as the sorted list `current` returns, or None after a change.
+        self.listed: list[tuple[int, int]] | None = None
 
     def current(self, view: NowView, shape: Shape) -> list[tuple[int, int]]:
-        """(leaf, pods > 0) in leaf order, as `_homogeneous` collects them."""
+        """(leaf, pods > 0) in leaf order, as `_homogeneous` collects them. The list is shared
+        between calls until the index changes: callers must not modify it."""
         st = view.state
         log = st.leaf_log
         leaves = shape.feasible.leaves
-        if self.pos < 0 or len(log) - self.pos > len(leaves):
-            self.caps.clear()
-            todo: list[int] | set[int] = leaves
+        pos = self.pos
+        todo: list[int] | set[int]
+        if pos < 0:
+            todo = leaves
+        elif len(log) == pos:
+            todo = []
+        elif len(log) - pos <= len(leaves):
+            todo = {lf for lf in log[pos:] if lf in shape.feasible.leaf_nodes}
         else:
-            todo = {lf for lf in log[self.pos :] if lf in shape.feasible.leaf_nodes}
+            # Many changes since: scan the leaves' last-change marks instead of the log.
+            touched = st.leaf_touched
+            todo = [lf for lf in leaves if touched[lf] > pos]
         self.pos = len(log)
         caps, g, leaf_gpu = self.caps, shape.gpu, st.leaf_gpu
         for leaf in todo:
@@ -48,10 +58,15 @@ class ShapeCaps:
             if not g or leaf_gpu[leaf] >= g:
                 c, _ = view.leaf_counts(shape, leaf)
             if c > 0:
-                caps[leaf] = c
-            else:
-                caps.pop(leaf, None)
-        return sorted(caps.items())
+                if caps.get(leaf) != c:
+                    caps[leaf] = c
+                    self.listed = None
+            elif caps.pop(leaf, None) is not None:
+                self.listed = None
+        listed = self.listed
+        if listed is None:
+            listed = self.listed = sorted(caps.items())
+        return listed
 
 
 #: (shape id, window end) → its index.

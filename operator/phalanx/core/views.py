@@ -13,15 +13,50 @@ leaf answers are shared between the attempts of a sweep through a `SweepMemo`.
 
 from __future__ import annotations
 
-from phalanx.core.capacity import ClusterState
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+
+from phalanx.core.capacity import ClusterState, Hold
 from phalanx.core.placement import Shape, compute_leaf_counts
 from phalanx.core.resources import count_fit
 from phalanx.core.shapecaps import ShapeCaps, ShapeCapsCache
 from phalanx.core.topology import Topology
 
-LeafCache = dict[tuple[int, int, int], tuple[int, int, list[tuple[int, int]]]]
+#: (shape id, leaf, hold class) → (leaf version, pods, [(node, pods > 0)], node stamps, pods
+#: per node); the same under (shape id, leaf, -1, window end) for the last answer of that end,
+#: and under (shape id, leaf, -1) for the last answer of any end.
+#: The last two fields let a changed leaf re-count only its changed nodes (`recount`).
+LeafCache = dict[tuple[float, ...], tuple[int, int, list[tuple[int, int]], list[int], list[int]]]
 #: (shape id, node, node version, hold class) → pods of the shape that fit on the node now.
 NodeCache = dict[tuple[int, int, int, int], int]
+
+
+def recount(
+    node_count: Callable[[Shape, int], int],
+    shape: Shape,
+    nodes: list[int],
+    stamps: Sequence[object],
+    old: tuple[int, int, list[tuple[int, int]], list[int], list[int]] | None,
+    held: list[list[Hold]] | None = None,
+) -> list[int]:
+    """Pods of `shape` per node of `nodes`: re-counted where the node's stamp differs from the
+    old answer's (`old[3]`) — or, with `held` (the nodes' holds: the old answer was for another
+    window end), where the node has holds —, copied from the old answer (`old[4]`) elsewhere;
+    all counted without an old answer."""
+    if old is None:
+        return [node_count(shape, n) for n in nodes]
+    old_stamps = old[3]
+    per = list(old[4])
+    if held is None:
+        for j, stamp in enumerate(stamps):
+            if stamp != old_stamps[j]:
+                per[j] = node_count(shape, nodes[j])
+    else:
+        for j, stamp in enumerate(stamps):
+            n = nodes[j]
+            if stamp != old_stamps[j] or held[n]:
+                per[j] = node_count(shape, n)
+    return per
 
 
 class NowView:
@@ -81,13 +116,31 @@ class NowView:
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         st = self.state
         starts = st.leaf_hold_starts[leaf]
-        key = (shape.id, leaf, st.leaf_hold_class(leaf, self.end) if starts else 0)
+        key = (shape.id, leaf, bisect_left(starts, self.end) if starts else 0)
         version = st.leaf_version[leaf]
         hit = self._cache.get(key)
         if hit is not None and hit[0] == version:
             return hit[1], hit[2]
-        cap, counts = compute_leaf_counts(self, shape, leaf)
-        self._cache[key] = (version, cap, counts)
+        nodes = shape.feasible.leaf_nodes.get(leaf)
+        if not nodes:
+            self._cache[key] = (version, 0, [], [], [])
+            return 0, []
+        ver = st.node_version
+        stamps = [ver[n] for n in nodes]
+        # A node's answer is a function of its stamp and, if it has holds, of the window end
+        # (`node_count`'s key): re-count only the nodes whose stamp moved since the last answer
+        # for this end, or else since the last answer for any end plus the nodes with holds.
+        cache = self._cache
+        last = (shape.id, leaf, -1, self.end)
+        anyend = (shape.id, leaf, -1)
+        old = cache.get(last)
+        if old is not None:
+            per = recount(self.node_count, shape, nodes, stamps, old)
+        else:
+            per = recount(self.node_count, shape, nodes, stamps, cache.get(anyend), st.holds)
+        counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
+        cap = sum(per)
+        cache[key] = cache[last] = cache[anyend] = (version, cap, counts, stamps, per)
         return cap, counts
 
 

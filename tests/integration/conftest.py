@@ -202,6 +202,27 @@ def _show_operator_log_on_failure(request: pytest.FixtureRequest) -> Iterator[No
         print(f"--- operator log ({proc.log_path}) ---\n{proc.tail(80)}")
 
 
+@pytest.fixture(autouse=True)
+def _operators_were_never_refused() -> Iterator[None]:
+    """Operators run with exactly the chart's RBAC: any 403 one logged during a test fails it.
+
+    (Some refusals would not fail a scenario on their own: an Event the operator could not post
+    is best effort.) Checked on what every operator, the shared one too, logged during the test.
+    """
+    offsets = {id(p): p.log_size() for p in OperatorProcess.started}
+    yield
+    refused = {
+        p.log_path: lines
+        for p in OperatorProcess.started
+        if (lines := p.forbidden(since=offsets.get(id(p), p.start_offset)))
+    }
+    if refused:
+        pytest.fail(
+            "the API server refused the operator (running as the chart's ServiceAccount):\n"
+            + "\n".join(f"{path}:\n{lines}" for path, lines in refused.items())
+        )
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield

@@ -14,7 +14,7 @@ import pytest
 from phalanx.devcluster import cluster as devcluster
 from tests.integration.conftest import TEST_CLUSTER, Cluster
 from tests.integration.objects import gang_job, pod_group
-from tests.integration.operator_fixture import OperatorProcess
+from tests.integration.operator_fixture import LEASE_NAME, LEASE_NAMESPACE, OperatorProcess
 from tests.integration.test_crash_safety import BindWatch, assert_no_overcommit
 from tests.integration.test_operator_gangs import (
     group_status,
@@ -227,10 +227,14 @@ def test_two_replicas_one_leader_hands_over_when_killed(
     cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
 ) -> None:
     custom = phalanx_api
+    # The Lease the chart's Role allows (the operators run with exactly the chart's RBAC); a
+    # holder left by an earlier test is removed first.
     lease = (
         "--leader-election",
         "--lease-namespace",
-        ns,
+        LEASE_NAMESPACE,
+        "--lease-name",
+        LEASE_NAME,
         "--lease-duration",
         "6",
         "--renew-deadline",
@@ -238,15 +242,16 @@ def test_two_replicas_one_leader_hands_over_when_killed(
         "--retry-period",
         "1",
     )
+    coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
+    delete_lease(coordination)
     ops = [
         OperatorProcess(cluster.kubeconfig, tmp_path, name=f"replica{i}", extra_args=lease).start()
         for i in range(2)
     ]
-    coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
 
     def holder() -> str | None:
         try:
-            spec = coordination.read_namespaced_lease("phalanx-scheduler", ns).spec
+            spec = coordination.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE).spec
         except Exception:
             return None
         return str(spec.holder_identity) if spec.holder_identity else None
@@ -283,3 +288,12 @@ def test_two_replicas_one_leader_hands_over_when_killed(
     finally:
         for o in ops:
             o.stop()
+        delete_lease(coordination)
+
+
+def delete_lease(coordination: Any) -> None:
+    try:
+        coordination.delete_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE)
+    except __import__("kubernetes").client.ApiException as exc:
+        if exc.status != 404:
+            raise

@@ -12,6 +12,7 @@ decide on retries by status (409 conflict, 404 gone, 429 disruption budget), not
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
+log = logging.getLogger("phalanx.api")
 
 
 class ApiError(Exception):
@@ -189,5 +191,7 @@ class Api:
         }
         try:
             await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
-        except ApiError:
+        except ApiError as exc:
+            if exc.status == 403:  # a missing permission is a deployment bug: say so
+                log.warning("event %s on %s refused: %s", reason, involved.get("name"), exc)
             return

@@ -328,16 +328,24 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     version = core_version()
     order = {p: i for i, p in enumerate(ALL_POLICIES)}
-    kept = _previous(args) if args.reuse or args.merge else {}
-    for path in args.merge:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        kept.setdefault(summary["label"], {})[summary["policy"]] = summary
+    kept = _previous(args.json) if args.reuse else {}
     todo = [r for r in runs() if not args.only or r[0] in args.only]
     results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in runs()}
     for label, by_policy in kept.items():
         for policy, summary in by_policy.items():
             if label in results and _matches(summary, label, policy, args):
                 results[label][policy] = summary
+    for path in args.merge:
+        # Taken as given (the caller vouches for them): a results file of this script, or one
+        # `phalanx simulate --json` summary with a `label` added.
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        merged = (
+            _previous(path)
+            if "results" in payload
+            else {payload["label"]: {payload["policy"]: payload}}
+        )
+        for label, by_policy in merged.items():
+            results.setdefault(label, {}).update(by_policy)
     ctx = multiprocessing.get_context("spawn")
     # One process per replay (its own peak RSS); the cheap ones first, and the files are
     # rewritten after every replay, so a run cut short still leaves what it measured.
@@ -348,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.policy or p in args.policy) and p not in results[label]
     ]
     jobs.sort(key=lambda j: (j[0] == "philly", j[0] == "itp-cluster04", _COST[j[3]]))
-    if kept:
+    if kept or args.merge:
         reused = sum(len(bp) for bp in results.values())
         print(f"reusing {reused} finished replays; {len(jobs)} to run", flush=True)
     with ProcessPoolExecutor(
@@ -375,11 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _previous(args: argparse.Namespace) -> dict[str, dict[str, dict[str, Any]]]:
-    """The replays recorded in the existing results file (none if there is no file)."""
-    if not args.json.exists():
+def _previous(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """The replays recorded in a results file (none if there is no file)."""
+    if not path.exists():
         return {}
-    payload = json.loads(args.json.read_text(encoding="utf-8"))
+    payload = json.loads(path.read_text(encoding="utf-8"))
     return {label: dict(bp) for label, bp in payload.get("results", {}).items()}
 
 

@@ -121,7 +121,7 @@ def test_helm_template_renders_every_option_and_the_crds() -> None:
     assert env["PHALANX_BACKFILL"] == "false"
     assert env["PHALANX_SCHEDULER_NAME"] == "gangs"
     assert env["PHALANX_LEASE_NAMESPACE"] == "leases"
-    assert container["args"] == ["run", "--verbose"]
+    assert container["args"] == ["--verbose"]  # after the image's `phalanx run` entrypoint
     (queue,) = of_kind(objs, "Queue")
     assert queue["spec"] == {"weight": 3}
 

@@ -156,7 +156,11 @@ def test_the_deployment_is_two_hardened_replicas_with_probes_and_resources() -> 
     for probe in ("livenessProbe", "readinessProbe"):
         # kopf serves its liveness endpoint at the path of the URL it is given: /healthz.
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert container["args"] == ["run"]
+    # The image's entrypoint is `phalanx run` (Dockerfile): no arguments by default.
+    assert "args" not in container and "command" not in container
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["phalanx", "run"]' in dockerfile
+    assert re.search(r"^USER 10001:10001$", dockerfile, re.M)
     assert env["PHALANX_LEADER_ELECTION"] == "true"
     assert env["PHALANX_LEASE_NAMESPACE"] == NAMESPACE
     # A writable /tmp for the read-only root filesystem.

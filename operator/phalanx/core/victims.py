@@ -132,6 +132,52 @@ class _Search:
             per[d] = per.get(d, 0) + c
         return max(per.values(), default=0) >= self.k
 
+    def first_passing(self, lo: int, count: int) -> int | None:
+        """The shortest prefix (at least `lo` long) that passes `_may_fit`, or None.
+
+        The test only gains from more victims (free GPUs and whole pods per node only grow), so
+        prefixes shorter than this one fail it, and so would their placements: the shortest
+        prefix that lets the gang start is at least this long. Worked out in one pass over the
+        candidates' nodes instead of one overlay per rejected trial."""
+        state = self.state
+        free, usable, leaf_of = state.free, state.usable, state.topo.leaf_of
+        g, k, need = self.g, self.k, self.work.gpus
+        gpus = state.total_gpu
+        pods = list(self.leaf_pods) if g else []
+        total_pods = sum(pods)
+        added: dict[int, int] = {}
+        for i in range(count):
+            for n, vec in self.eligible[i].nodes:
+                if not usable[n]:
+                    continue
+                f = free[n][0]
+                before = added.get(n, 0)
+                after = added[n] = before + vec[0]
+                a = f + before
+                b = f + after
+                a = a if a > 0 else 0
+                b = b if b > 0 else 0
+                gpus += b - a
+                if g:
+                    d = b // g - a // g
+                    pods[leaf_of[n]] += d
+                    total_pods += d
+            if i + 1 < lo or gpus < need:
+                continue
+            if not g:
+                return i + 1
+            if total_pods < k:
+                continue
+            if self.of_leaf is None:
+                return i + 1
+            per: dict[int, int] = {}
+            for leaf, c in enumerate(pods):
+                d = self.of_leaf[leaf]
+                per[d] = per.get(d, 0) + c
+            if max(per.values(), default=0) >= k:
+                return i + 1
+        return None
+
 
 def choose_victims(
     state: ClusterState,
@@ -168,7 +214,10 @@ def choose_victims(
         state, work, eligible, now, cache, node_cache if node_cache is not None else {}, index
     )
     if len(work.shapes) == 1:
-        got = _gallop(search, lo, len(eligible))
+        start = search.first_passing(lo, len(eligible))
+        if start is None:
+            return None
+        got = _gallop(search, start, len(eligible))
         if got is None:
             return None
         hi, found = got

@@ -12,6 +12,7 @@ from test_core_caches import NOW, _add_holds, _cluster
 
 from phalanx.core import Policy, Snapshot, preemption, reclaim, schedule
 from phalanx.core.victims import _gallop, _Search
+from phalanx.core.work import RunState
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -39,6 +40,44 @@ def test_gallop_finds_the_shortest_prefix(seed: int) -> None:
         assert hi == want
         again = search.fits(list(range(hi)))
         assert again is not None and out.assignment == again.assignment
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_first_passing_prefix_is_the_shortest_passing_the_cheap_test(seed: int) -> None:
+    """The one-pass bound equals trying `_may_fit` on every prefix, never exceeds the shortest
+    prefix that places, and is None only when no prefix places."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    state = prep.state
+    for w in prep.works:
+        if len(w.shapes) != 1:
+            continue
+        cands = list(prep.running)
+        rng.shuffle(cands)
+        search = _Search(state, w, cands, NOW, {}, {})
+
+        def passes(p: int, cands: list[RunState] = cands, search: _Search = search) -> bool:
+            extra: dict[int, list[int]] = {}
+            for i in range(p):
+                for n, vec in cands[i].nodes:
+                    acc = extra.setdefault(n, [0] * len(vec))
+                    for j, x in enumerate(vec):
+                        acc[j] += x
+            return search._may_fit(extra, {})
+
+        if not cands:
+            continue
+        lo = rng.randint(1, len(cands))  # the caller's `lo` is at least one candidate
+        want = next((p for p in range(lo, len(cands) + 1) if passes(p)), None)
+        got = search.first_passing(lo, len(cands))
+        assert got == want
+        placed = next(
+            (p for p in range(lo, len(cands) + 1) if search.fits(list(range(p))) is not None),
+            None,
+        )
+        if placed is not None:
+            assert got is not None and got <= placed
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -18,6 +18,7 @@ cycle), which bounds the cost of a pathological timeline.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
@@ -104,37 +105,28 @@ def earliest_start(
         forever = ForeverBound(state, g, future if future is not None else {})
         held = state.held_nodes
     attempts = 0
-    i, count = 0, len(events)
-    h, hcount = 0, len(holds)
-    inf = math.inf
-    while i < count or h < hcount:
+    timeline = state.timeline
+    j, count = 0, len(timeline)
+    while j < count:
         # Next moment the picture changes: a release, or a hold starting or ending.
-        t_event = events[i].time if i < count else inf
-        t_hold = holds[h][0] if h < hcount else inf
-        t = t_event if t_event < t_hold else t_hold
+        t = timeline[j][0]
         t = max(t, now)
         if t > until:
             return None
         grew = False
+        track = forever is not None and forever.started
         # Apply every hold change and release at or before t to the per-node GPUs and the
         # aggregates (each node clamped to [0, cap]); this loop is the sweep's main cost.
-        while True:
-            if h < hcount and holds[h][0] <= t:
-                _, n, delta = holds[h]
-                h += 1
-                if delta > 0:
-                    grew = True
-            elif i < count and events[i].time <= t:
-                ev = events[i]
-                i += 1
-                n, delta = ev.node, ev.vec[0]
-                grew = True
-            else:
+        while j < count:
+            tt, n, delta, kind, leaf = timeline[j]
+            if tt > t:
                 break
+            j += 1
+            if kind or delta > 0:
+                grew = True
             old = eff[n]
             new = old + delta
             eff[n] = new
-            leaf = leaf_of[n]
             dirty[leaf] += 1
             node_dirty[n] += 1
             if not usable[n]:
@@ -147,8 +139,8 @@ def earliest_start(
                 o, w = old, new
             o = o if o > 0 else 0
             w = w if w > 0 else 0
-            if forever is not None and forever.started and n in held:
-                forever.moved(n, node_dirty[n], leaf, o, w)
+            if track and n in held:
+                forever.moved(n, node_dirty[n], leaf, o, w)  # type: ignore[union-attr]
             if o != w:
                 leaf_gpu[leaf] += w - o
                 total += w - o
@@ -176,7 +168,9 @@ def earliest_start(
         view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo)
         out = place(view, shapes, required_level, preferred_level)
         if out.assignment is not None:
-            return Plan(t, out, len({events[j].gang for j in range(i)}))
+            # Releases applied by t: every one at or before t.
+            i = bisect_right(state.event_keys, (t, math.inf))
+            return Plan(t, out, len({events[e].gang for e in range(i)}))
         attempts += 1
         if attempts >= MAX_ATTEMPTS:
             return None

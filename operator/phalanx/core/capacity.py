@@ -91,13 +91,17 @@ class ClusterState:
         self.forever_held: set[int] = set()
         self.releases: list[list[Release]] = [[] for _ in free]
         self.events: list[Release] = []
-        self._event_keys: list[tuple[float, int]] = []
+        self.event_keys: list[tuple[float, int]] = []
         self.holds: list[list[Hold]] = [[] for _ in free]
         self.leaf_hold_starts: list[list[float]] = [[] for _ in range(nleaves)]
         #: (time, node, GPU delta) of hold starts (−) and finite ends (+), sorted: what the
         #: backfill sweep subtracts from its aggregates so they stay tight upper bounds.
         self.hold_events: list[tuple[float, int, int]] = []
         self.hold_count = 0
+        #: Releases and hold events merged, as (time, node, GPU delta, 1 for a release else 0,
+        #: leaf), sorted: the backfill sweep walks this one list (equal tuples are
+        #: interchangeable, so a release is removed by value).
+        self.timeline: list[tuple[float, int, int, int, int]] = []
         #: Nodes that have (or had) holds: on the others free GPUs only grow with time, so the
         #: least they will ever have from now on is what they have now (see `ForeverBound`).
         self.held_nodes: set[int] = set()
@@ -157,10 +161,11 @@ class ClusterState:
         rel = Release(time, n, vec, gang)
         times = [r.time for r in self.releases[n]]
         self.releases[n].insert(bisect.bisect_right(times, time), rel)
-        key = (time, len(self._event_keys))
-        i = bisect.bisect_right(self._event_keys, key)
-        self._event_keys.insert(i, key)
+        key = (time, len(self.event_keys))
+        i = bisect.bisect_right(self.event_keys, key)
+        self.event_keys.insert(i, key)
         self.events.insert(i, rel)
+        bisect.insort(self.timeline, (time, n, vec[0], 1, self.topo.leaf_of[n]))
         self.final_gpu[n] += vec[0]
         self.leaf_version[self.topo.leaf_of[n]] += 1
         self._touch(n)
@@ -178,13 +183,18 @@ class ClusterState:
             self._touch(n)
         # A gang's releases are on the lists of its nodes, and each is in the timeline under its
         # time: find it there by bisection instead of filtering the whole timeline.
-        events, keys = self.events, self._event_keys
+        events, keys = self.events, self.event_keys
+        timeline, leaf_of = self.timeline, self.topo.leaf_of
         for r in gone:
             i = bisect.bisect_left(keys, (r.time, -1))
             while events[i] is not r:
                 i += 1
             del events[i]
             del keys[i]
+            entry = (r.time, r.node, r.vec[0], 1, leaf_of[r.node])
+            j = bisect.bisect_left(timeline, entry)
+            assert timeline[j] == entry
+            del timeline[j]
 
     # -- holds -----------------------------------------------------------------------------------
 
@@ -195,8 +205,10 @@ class ClusterState:
         leaf = self.topo.leaf_of[n]
         bisect.insort(self.leaf_hold_starts[leaf], start)
         bisect.insort(self.hold_events, (start, n, -vec[0]))
+        bisect.insort(self.timeline, (start, n, -vec[0], 0, leaf))
         if end < INFINITY:
             bisect.insort(self.hold_events, (end, n, vec[0]))
+            bisect.insort(self.timeline, (end, n, vec[0], 0, leaf))
         else:
             self.final_gpu[n] -= vec[0]
             self.forever_held.add(n)

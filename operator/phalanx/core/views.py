@@ -14,7 +14,7 @@ leaf answers are shared between the attempts of a sweep through a `SweepMemo`.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState, Hold
 from phalanx.core.placement import Shape, compute_leaf_counts
@@ -35,18 +35,18 @@ def recount(
     node_count: Callable[[Shape, int], int],
     shape: Shape,
     nodes: list[int],
-    stamps: Sequence[object],
-    old: tuple[int, int, list[tuple[int, int]], list[int], list[int]] | None,
+    stamps: list[int],
+    old_stamps: list[int] | None,
+    old_per: list[int] | None,
     held: list[list[Hold]] | None = None,
 ) -> list[int]:
-    """Pods of `shape` per node of `nodes`: re-counted where the node's stamp differs from the
-    old answer's (`old[3]`) — or, with `held` (the nodes' holds: the old answer was for another
-    window end), where the node has holds —, copied from the old answer (`old[4]`) elsewhere;
-    all counted without an old answer."""
-    if old is None:
+    """Pods of `shape` per node of `nodes`: re-counted where the node's stamp differs from
+    `old_stamps` — or, with `held` (the nodes' holds: the old answer was for another window
+    end), where the node has holds —, copied from `old_per` elsewhere; all counted without an
+    old answer."""
+    if old_stamps is None or old_per is None:
         return [node_count(shape, n) for n in nodes]
-    old_stamps = old[3]
-    per = list(old[4])
+    per = list(old_per)
     if held is None:
         for j, stamp in enumerate(stamps):
             if stamp != old_stamps[j]:
@@ -135,9 +135,18 @@ class NowView:
         anyend = (shape.id, leaf, -1)
         old = cache.get(last)
         if old is not None:
-            per = recount(self.node_count, shape, nodes, stamps, old)
+            per = recount(self.node_count, shape, nodes, stamps, old[3], old[4])
         else:
-            per = recount(self.node_count, shape, nodes, stamps, cache.get(anyend), st.holds)
+            old = cache.get(anyend)
+            per = recount(
+                self.node_count,
+                shape,
+                nodes,
+                stamps,
+                old[3] if old else None,
+                old[4] if old else None,
+                st.holds,
+            )
         counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
         cap = sum(per)
         cache[key] = cache[last] = cache[anyend] = (version, cap, counts, stamps, per)
@@ -247,12 +256,13 @@ class PlanView:
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         st, memo = self.state, self.memo
+        starts = st.leaf_hold_starts[leaf]
         key = (
             shape.id,
             leaf,
             st.leaf_version[leaf],
             memo.leaf_dirty[leaf],
-            st.leaf_hold_class(leaf, self.end),
+            bisect_left(starts, self.end) if starts else 0,
         )
         hit = memo.entries.get(key)
         if hit is None:

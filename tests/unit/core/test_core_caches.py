@@ -30,6 +30,7 @@ from phalanx.core import (
     backfill,
 )
 from phalanx.core.backfill import earliest_start, start_on_due
+from phalanx.core.capacity import ClusterState
 from phalanx.core.duenow import DueNow
 from phalanx.core.futuremin import future_minima
 from phalanx.core.placement import place
@@ -414,4 +415,39 @@ def test_dropping_releases_removes_exactly_that_gangs_events(seed: int) -> None:
         want = [r for r in state.events if r.gang != victim]
         state.drop_releases(victim, nodes)
         assert state.events == want
-        assert [k[0] for k in state._event_keys] == [r.time for r in want]
+        assert [k[0] for k in state.event_keys] == [r.time for r in want]
+        assert state.timeline == _timeline(state)
+
+
+def _timeline(state: ClusterState) -> list[tuple[float, int, int, int, int]]:
+    """The merged timeline the sweep walks, rebuilt from the releases and hold events."""
+    leaf_of = state.topo.leaf_of
+    out = [(r.time, r.node, r.vec[0], 1, leaf_of[r.node]) for r in state.events]
+    out.extend((t, n, d, 0, leaf_of[n]) for t, n, d in state.hold_events)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_timeline_merges_releases_and_hold_events(seed: int) -> None:
+    """Through binds, releases, holds (ending or not) and evictions, the sweep's merged
+    timeline is exactly the sorted union of the releases and the hold events."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    state = prep.state
+    vec = [2] + [0] * (state.width - 1)
+    assert state.timeline == _timeline(state)
+    for step in range(30):
+        n = rng.randrange(len(state.free))
+        act = rng.randrange(4)
+        if act == 0:
+            state.change(n, vec, rng.choice((-1, 1)))
+        elif act == 1:
+            state.add_release(NOW + rng.choice((0.0, 300.0)), n, vec, f"g{step % 5}")
+        elif act == 2:
+            start = NOW + rng.choice((0.0, 300.0, 900.0))
+            state.add_hold(n, start, start + rng.choice((300.0, math.inf)), vec, f"h{step}")
+        else:
+            victim = rng.choice([r.gang.id for r in prep.running] + [f"g{i}" for i in range(5)])
+            state.drop_releases(victim, sorted({r.node for r in state.events if r.gang == victim}))
+        assert state.timeline == _timeline(state)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -313,8 +313,12 @@ def explain_view(
 
     reader = Reader.connect(kubeconfig, context)
     obj = reader.podgroup(namespace or reader.namespace, podgroup)
+    try:  # whose borrowed GPUs could be reclaimed for it; a user may not be allowed to list them
+        queues: list[dict[str, Any]] | None = reader.queues()
+    except ViewError:
+        queues = None
     now = datetime.now(UTC)
-    found = explanation(obj, now)
+    found = explanation(obj, now, queues)
     if output is not Output.TABLE:
         print(dump(found.to_json(), output))
     else:

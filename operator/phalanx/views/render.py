@@ -102,7 +102,8 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
         line("Message", e.message)
     if e.position is not None:
         line("Position", f"{e.position} in queue {e.queue}")
-    line("ETA", eta_text(e.eta, now))
+    if e.eta is not None or e.phase in (None, "Pending"):
+        line("ETA", eta_text(e.eta, now))
     if e.evicted:
         line("Evicted", e.evicted)
     if e.detail:

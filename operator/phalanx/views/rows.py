@@ -290,8 +290,12 @@ def _more_free(n: int) -> str:
     return f"{n} more free GPU" if n == 1 else f"{n} more free GPUs"
 
 
-def would_start(obj: Obj, now: datetime) -> tuple[str, ...]:
-    """What would let the gang start, worked out from the numbers in its status."""
+def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) -> tuple[str, ...]:
+    """What would let the gang start, worked out from the numbers in its status.
+
+    `queues` (the Queue objects, when the user may list them) says whose borrowed GPUs reclaim
+    could take back for a gang within its queue's deserved share.
+    """
     namespace, name = _meta(obj)
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     scheduled = condition(obj, "Scheduled")
@@ -365,10 +369,11 @@ def would_start(obj: Obj, now: datetime) -> tuple[str, ...]:
                 f"(allocated {allocated}): it can borrow idle GPUs but not reclaim lent ones"
             )
         elif requested:
-            hints.append(
+            within = (
                 f"its queue {queue} would hold {after} of its deserved {deserved} GPUs "
-                f"(allocated {allocated}): GPUs lent to other queues can be reclaimed for it"
+                f"(allocated {allocated})"
             )
+            hints.append(within + _reclaim_phrase(queue, queues))
 
     eta = parse_time(_str(status.get("estimatedStartTime")))
     if eta is not None:
@@ -387,7 +392,47 @@ def would_start(obj: Obj, now: datetime) -> tuple[str, ...]:
     return tuple(hints)
 
 
-def explanation(obj: Obj, now: datetime) -> Explanation:
+def _reclaim_phrase(own: str, queues: Iterable[Obj] | None) -> str:
+    """Whose borrowed GPUs reclaim could take back (PRODUCT.md §4), from the queues' status."""
+    if queues is None:
+        return ": within its share, GPUs other queues borrowed can be reclaimed for it"
+    borrowers = [
+        (r.queue, r.borrowed or 0, _dict(q.get("spec")).get("reclaimable", True) is not False)
+        for q in queues
+        if (r := share_row(q)).queue != own and (r.borrowed or 0) > 0
+    ]
+    if not borrowers:
+        return ": within its share, but no other queue is borrowing GPUs to give back"
+    can = [f"{name} ({n})" for name, n, ok in borrowers if ok]
+    cannot = [f"{name} ({n})" for name, n, ok in borrowers if not ok]
+    if can:
+        return (
+            f": within its share, the GPUs borrowed by {', '.join(can)} can be reclaimed for "
+            "it, whole gangs, when that lets it start"
+        )
+    return (
+        f": within its share, but the GPUs borrowed by {', '.join(cannot)} are not reclaimable: "
+        "it waits for those gangs to end"
+    )
+
+
+#: `pendingDetail` keys in the order of PRODUCT.md §2 (the API server returns them sorted).
+DETAIL_ORDER = (
+    "requestedGPUs",
+    "freeGPUs",
+    "bestDomain",
+    "bestDomainFreeGPUs",
+    "queueDeservedGPUs",
+    "queueAllocatedGPUs",
+)
+
+
+def _ordered(detail: Mapping[str, Any]) -> dict[str, Any]:
+    rank = {k: i for i, k in enumerate(DETAIL_ORDER)}
+    return {k: detail[k] for k in sorted(detail, key=lambda k: (rank.get(k, len(rank)), k))}
+
+
+def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) -> Explanation:
     namespace, name = _meta(obj)
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     scheduled = condition(obj, "Scheduled")
@@ -400,10 +445,10 @@ def explanation(obj: Obj, now: datetime) -> Explanation:
         phase=_str(status.get("phase")),
         reason=_str(scheduled.get("reason")) if scheduled else None,
         message=_str(scheduled.get("message")) if scheduled else None,
-        detail=detail if isinstance(detail, Mapping) else None,
+        detail=_ordered(detail) if isinstance(detail, Mapping) else None,
         position=_int(status.get("queuePosition")),
         eta=_str(status.get("estimatedStartTime")),
-        would_start=would_start(obj, now),
+        would_start=would_start(obj, now, queues),
         evicted=(
             f"{evicted.get('reason')}: {evicted.get('message')}"
             if evicted is not None and evicted.get("status") == "True"

@@ -296,3 +296,34 @@ def test_json_and_yaml_dumps_keep_the_key_order() -> None:
     loaded = yaml.safe_load(dump(data, Output.YAML))
     assert loaded == data
     assert list(loaded[0]) == QUEUE_KEYS
+
+
+def test_explain_names_whose_borrowed_gpus_reclaim_could_take_back() -> None:
+    groups, queues = situation()
+    long = next(g for g in groups if g["metadata"]["name"] == "long")
+    hints = explanation(long, NOW, queues).would_start
+    assert hints[1] == (
+        "its queue lender would hold 32 of its deserved 96 GPUs (allocated 16): within its share, "
+        "the GPUs borrowed by borrower (64) can be reclaimed for it, whole gangs, when that lets "
+        "it start"
+    )
+    kept = [q for q in queues if q["metadata"]["name"] != "borrower"]
+    kept.append(queue("borrower", deserved=32, allocated=96, borrowed=64))
+    kept[-1]["spec"]["reclaimable"] = False
+    assert would_start(long, NOW, kept)[1].endswith(
+        "but the GPUs borrowed by borrower (64) are not reclaimable: "
+        "it waits for those gangs to end"
+    )
+    idle = [q for q in queues if q["metadata"]["name"] != "borrower"]
+    assert would_start(long, NOW, idle)[1].endswith(
+        "but no other queue is borrowing GPUs to give back"
+    )
+
+
+def test_explain_detail_keeps_the_contract_order_whatever_order_the_api_returns() -> None:
+    groups, _ = situation()
+    big = next(g for g in groups if g["metadata"]["name"] == "big")
+    big["status"]["pendingDetail"] = dict(sorted(big["status"]["pendingDetail"].items()))
+    detail = explanation(big, NOW).detail
+    assert detail is not None
+    assert list(detail) == ["requestedGPUs", "freeGPUs", "queueDeservedGPUs", "queueAllocatedGPUs"]

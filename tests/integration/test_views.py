@@ -306,6 +306,13 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
     assert long["wouldStart"][0] == (
         "needs 16 more free GPUs that it can use (32 requested, 16 free now)"
     )
+    # Within its queue's share, but the GPUs it could claim back are borrowed by a queue that is
+    # not reclaimable.
+    assert long["wouldStart"][1] == (
+        f"its queue {LENDER} would hold 48 of its deserved 96 GPUs (allocated 16): within its "
+        f"share, but the GPUs borrowed by {BORROWER} (64) are not reclaimable: it waits for those "
+        "gangs to end"
+    )
 
     # -- the tables print the same gangs; a missing PodGroup is one line and exit code 1 ---------
     table = phalanx(cluster, "queue", "-n", ns).stdout

@@ -292,3 +292,19 @@ def test_an_unreachable_api_server_is_one_line(
     assert code == 1
     assert err.startswith(f"phalanx: error: cannot reach the API server at {server}: ")
     assert err.count("\n") == 1
+
+
+def test_kubeconfig_may_be_a_list_of_paths_as_for_kubectl(
+    situated: Stub,
+    kubeconfig: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{kubeconfig}")
+    code, out, err = run(capsys, monkeypatch, "queue", "-o", "json")
+    assert code == 0, err
+    assert [r["name"] for r in json.loads(out)] == ["short", "big", "long"]
+    code, _, err = run(capsys, monkeypatch, "share", "--kubeconfig", str(tmp_path / "nope"))
+    assert code == 1
+    assert "no kubeconfig" in err

@@ -62,16 +62,19 @@ async def drain(call: Any) -> bytes:
     return body
 
 
-async def connect(kubeconfig: str | None = None) -> client.ApiClient:
-    """In-cluster config when running in a pod, else the kubeconfig (`KUBECONFIG`)."""
+async def connect(kubeconfig: str | None = None, pool: int = 64) -> client.ApiClient:
+    """In-cluster config when running in a pod, else the kubeconfig (`KUBECONFIG`).
+
+    Either way the connection pool is sized above the bind concurrency: the client's default
+    (a few connections per CPU) would quietly cap the binds in flight in a small pod.
+    """
+    conf = client.Configuration()
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return client.ApiClient()
+        config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
     except config.ConfigException:
-        conf = client.Configuration()
         await config.load_kube_config(config_file=kubeconfig, client_configuration=conf)
-        conf.connection_pool_maxsize = 64
-        return client.ApiClient(configuration=conf)
+    conf.connection_pool_maxsize = pool
+    return client.ApiClient(configuration=conf)
 
 
 class ClusterWrites(Protocol):

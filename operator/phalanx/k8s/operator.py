@@ -165,7 +165,8 @@ async def run_operator(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run until stopped: kopf, the scheduler loop, metrics, and (optionally) the elector."""
-    api_client = await connect(kubeconfig)
+    # Room for every bind in flight plus status writes, evictions and the lease.
+    api_client = await connect(kubeconfig, pool=config.bind_concurrency + 32)
     api = Api(api_client, component=config.scheduler_name)
     metrics = Metrics()
     metrics.serve(config.metrics_port)

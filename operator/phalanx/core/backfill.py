@@ -75,7 +75,7 @@ def earliest_start(
     bound = [0] * len(leaf_gpu)
     total_bound = 0
     if homog:
-        bound = [sum(c * (v // g) for v, c in hist.items()) for hist in state.leaf_hist]
+        bound = list(state.leaf_pods(g))
         total_bound = sum(bound)
     per_leaf = required_level is not None and required_level == topo.finest
     memo = SweepMemo(len(topo.leaf_nodes), len(eff), cache, node_cache, plan_nodes)
@@ -195,7 +195,7 @@ def _may_free_enough(state: ClusterState, work: GangWork, until: float) -> bool:
     if len(shapes) != 1 or shapes[0].gpu <= 0:
         return True
     g, k = shapes[0].gpu, len(shapes[0].pods)
-    pods = sum(c * (v // g) for hist in state.leaf_hist for v, c in hist.items())
+    pods = sum(state.leaf_pods(g))
     free, usable = state.free, state.usable
     for n, r in added.items():
         if usable[n]:

@@ -107,8 +107,21 @@ class ClusterState:
         self.held_nodes: set[int] = set()
         #: Free GPUs per node (`free[n][0]`), kept as a flat list so a sweep copies it at once.
         self.free_gpu = [v[0] for v in free]
+        #: g → `leaf_pods(g)`, kept up to date by `change`.
+        self._leaf_pods: dict[int, list[int]] = {}
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
         self.due: DueNow | None = None
+
+    def leaf_pods(self, g: int) -> list[int]:
+        """Per leaf, the pods of `g` GPUs (g > 0) the usable nodes' free GPUs could hold —
+        `sum(count × (value // g))` over `leaf_hist` — kept up to date once asked for. The list
+        is the state's own: callers copy it before changing it."""
+        got = self._leaf_pods.get(g)
+        if got is None:
+            got = self._leaf_pods[g] = [
+                sum(c * (v // g) for v, c in hist.items()) for hist in self.leaf_hist
+            ]
+        return got
 
     def track_due(self, now: float) -> DueNow:
         """Start keeping the "capacity being freed now" aggregates (see `DueNow`)."""
@@ -153,6 +166,8 @@ class ClusterState:
             if not hist[old]:
                 del hist[old]
             hist[new] = hist.get(new, 0) + 1
+            for g, pods in self._leaf_pods.items():
+                pods[leaf] += new // g - old // g
 
     # -- releases --------------------------------------------------------------------------------
 

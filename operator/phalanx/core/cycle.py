@@ -154,6 +154,8 @@ class Scheduler:
         #: Eviction candidates in preference order, sorted once when first needed.
         self._reclaim_order: list[RunState] | None = None
         self._preempt_order: dict[str, list[RunState]] | None = None
+        #: Candidate lists read off those orders, by what they depend on (see try_evictions).
+        self._candidates: dict[tuple[object, ...], list[RunState]] = {}
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
         self.lowest: dict[str, int] = {}
         for r in prep.running:
@@ -300,7 +302,16 @@ class Scheduler:
         if self.policy.reclaim and can_reclaim(w) and not self._hopeless("reclaim", w):
             if self._reclaim_order is None:
                 self._reclaim_order = reclaim.reclaim_order(prep.running, prep.queues, now)
-            cands = reclaim.candidates_from(self._reclaim_order, w, prep.queues)
+            lenders = tuple(
+                name for name, q in prep.queues.items() if q.over_share and name != w.queue.name
+            )
+            # Candidates change only with the lenders and with evictions (`evicted` flags).
+            ckey: tuple[object, ...] = ("reclaim", lenders, len(self.c.evictions))
+            cands = self._candidates.get(ckey)
+            if cands is None:
+                cands = self._candidates[ckey] = reclaim.candidates_from(
+                    self._reclaim_order, w, prep.queues
+                )
             if cands:
                 guard = keeps_victim_share(prep.queues)
                 got = choose_victims(
@@ -321,7 +332,10 @@ class Scheduler:
         if self.policy.preemption and not self._hopeless("preempt", w):
             if self._preempt_order is None:
                 self._preempt_order = preemption.preemption_order(prep.running, now)
-            cands = preemption.candidates_from(self._preempt_order, w)
+            ckey = ("preempt", w.queue.name, w.gang.priority, len(self.c.evictions))
+            cands = self._candidates.get(ckey)
+            if cands is None:
+                cands = self._candidates[ckey] = preemption.candidates_from(self._preempt_order, w)
             if cands:
                 got = choose_victims(
                     self.state,

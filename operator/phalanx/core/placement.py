@@ -143,9 +143,12 @@ def _choose_leaves(
     if total < k:
         return None
     topo = view.topo
-    fitting = [(c, view.leaf_upper_gpu(leaf), leaf) for leaf, c in caps if c >= k]
-    if fitting:
-        _, _, leaf = min(fitting)
+    # The tightest leaf that holds the gang alone: fewest pods, then fewest GPUs, then index
+    # (the GPU figure is only read for the leaves with the fewest pods).
+    least = min((c for _, c in caps if c >= k), default=0)
+    if least:
+        upper = view.leaf_upper_gpu
+        _, leaf = min((upper(leaf), leaf) for leaf, c in caps if c == least)
         return [(leaf, k)]
     desc = sorted(caps, key=lambda lc: (-lc[1], lc[0]))
     m, acc = 0, 0

@@ -52,7 +52,7 @@ class _Search:
         self.leaf_pods: list[int] = []
         if self.g:
             g = self.g
-            self.leaf_pods = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
+            self.leaf_pods = list(state.leaf_pods(g))
 
     def fits(self, chosen: list[int]) -> Outcome | None:
         """Would the gang start now if the candidates at `chosen` (indices) were gone?"""

@@ -285,6 +285,12 @@ def _gpus(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
+#: Reasons of gangs that get a reservation, and so an ETA, when one can be planned.
+_PLANNED = frozenset(
+    {Reason.INSUFFICIENT_CAPACITY, Reason.TOPOLOGY_UNSATISFIABLE, Reason.WAITING_FOR_RESERVATION}
+)
+
+
 def _more_free(n: int) -> str:
     n = max(0, n)
     return f"{n} more free GPU" if n == 1 else f"{n} more free GPUs"
@@ -302,10 +308,10 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     reason = _str(scheduled.get("reason")) if scheduled else None
     phase = _str(status.get("phase"))
     queue = _str(spec.get("queue")) or "default"
-    if phase is None and reason is None:
-        return ("no status yet: the operator has not seen this PodGroup (is `phalanx run` up?)",)
     if phase in ("Running", "Degraded", "Binding", "Succeeded", "Failed"):
         return ()
+    if reason is None:
+        return ("no decision yet: the operator has not reported on this PodGroup (is it running?)",)
     if scheduled is not None and scheduled.get("status") == "True":
         return ()
     detail = _dict(status.get("pendingDetail"))
@@ -384,10 +390,10 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             f"starts at {eta.strftime('%Y-%m-%dT%H:%M:%SZ')} ({when}), its reservation"
             + (f", when {ending.group(1)}" if ending else "")
         )
-    elif reason not in (Reason.QUEUE_NOT_FOUND, Reason.QUEUE_FORBIDDEN, Reason.INVALID):
+    elif reason in _PLANNED:
         hints.append(
-            "no expected start: no reservation (running gangs without a time limit, "
-            "or beyond the backfill depth)"
+            "no expected start: no reservation (running gangs without a time limit, beyond "
+            "the backfill depth, or backfill off)"
         )
     return tuple(hints)
 

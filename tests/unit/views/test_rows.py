@@ -232,6 +232,7 @@ def test_explain_waiting_for_pods_counts_the_missing_members() -> None:
     assert hints[0] == (
         "needs 3 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 4 exist)"
     )
+    assert len(hints) == 1  # no share or ETA figures for a gang whose pods are missing
 
 
 def test_explain_of_a_running_gang_or_an_unseen_one() -> None:
@@ -248,7 +249,7 @@ def test_explain_of_a_running_gang_or_an_unseen_one() -> None:
     fresh = next(g for g in groups if g["metadata"]["name"] == "fresh")
     unseen = explanation(fresh, NOW)
     assert unseen.reason is None
-    assert "operator has not seen" in unseen.would_start[0]
+    assert "operator has not reported" in unseen.would_start[0]
 
 
 def test_an_evicted_gang_waiting_again_says_why_it_was_evicted() -> None:

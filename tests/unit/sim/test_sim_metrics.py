@@ -32,6 +32,7 @@ from phalanx.sim.metrics import (
     wait_stats,
     wait_stats_by_class,
 )
+from phalanx.sim.report import work_weighted_wait
 
 # A 16-GPU cluster, window [0, 30]:
 #   A: 4 GPUs  submitted 0, ran [0, 10)   wait 0   JCT 10
@@ -196,3 +197,11 @@ def test_summary() -> None:
         "leaf_span_excess_mean": 1.0,
     }
     assert summary([], total_gpus=16)["gpu_utilization"] is None
+
+
+def test_work_weighted_wait_weighs_by_gpus_times_run_time() -> None:
+    """A (1 GPU, runs 100 s, waited 10 s) and B (8 GPUs, runs 100 s, no wait): 1000 / 900."""
+    a = CompletedJob(id="a", queue="q", gpus=1, submit_s=0, start_s=10, end_s=110)
+    b = CompletedJob(id="b", queue="q", gpus=8, submit_s=0, start_s=0, end_s=100)
+    assert work_weighted_wait([a, b]) == pytest.approx(1000 / 900)
+    assert work_weighted_wait([]) is None

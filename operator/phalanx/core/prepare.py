@@ -171,6 +171,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     running: list[RunState] = []
     releases: list[tuple[float, int, list[int], str]] = []
     seen_running: set[str] = set()
+    run_vecs: dict[tuple[tuple[str, int], ...], list[int]] = {}
     for g in sorted(snapshot.running, key=lambda g: g.id):
         if g.id in seen_running:
             continue
@@ -178,8 +179,14 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         per_node: dict[int, list[int]] = {}
         total = [0] * width
         for rm in g.members:
-            vec = [max(0, v) for v in index.vector(rm.requests)]
-            vec[1] = max(vec[1], 1)
+            # Members mostly repeat a few requests: convert each distinct one once.
+            rkey = tuple(rm.requests.items())
+            known = run_vecs.get(rkey)
+            if known is None:
+                known = [max(0, v) for v in index.vector(rm.requests)]
+                known[1] = max(known[1], 1)
+                run_vecs[rkey] = known
+            vec = known  # only read below
             for i, v in enumerate(vec):
                 total[i] += v
             n = node_pos.get(rm.node)
@@ -212,6 +219,8 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     # Pending gangs: validate, group identical members into shapes.
     feasible_cache: dict[Signature, Feasible] = {}
     shape_ids: dict[tuple[SparseRequest, Signature], int] = {}
+    #: Sparse requests by the requests' items (pods mostly repeat a few requests).
+    requests: dict[tuple[tuple[str, int], ...], SparseRequest] = {}
     decisions: dict[str, GangDecision] = {}
     works: list[GangWork] = []
     pending_ids: list[str] = []
@@ -234,7 +243,10 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     def shapes_for(members: list[Member], required_level: int | None) -> list[Shape]:
         groups: dict[int, Shape] = {}
         for m in members:
-            req = index.pod_request(m.requests)
+            rkey = tuple(m.requests.items())
+            req = requests.get(rkey)
+            if req is None:
+                req = requests[rkey] = index.pod_request(m.requests)
             sig = signature(m, required_level)
             sid = shape_ids.setdefault((req, sig), len(shape_ids))
             shape = groups.get(sid)

@@ -48,11 +48,13 @@ def earliest_start(
     node_cache: NodeCache | None = None,
     plan_nodes: PlanNodeCache | None = None,
     future: FutureMinCache | None = None,
+    leaf_index: bool = True,
 ) -> Plan | None:
     """Earliest start at or after now (never before a release), or None if the timeline never
     frees enough (e.g. the capacity is held by gangs without a time limit). `cache` carries leaf
     capacities from one sweep to the next (see `SweepMemo`), `future` per-node minima for gangs
-    that never end (see `ForeverBound`)."""
+    that never end (see `ForeverBound`). `leaf_index` (tests switch it off) lets attempts re-read
+    only the leaves that changed since the sweep's last attempt (see `SweepCaps`)."""
     shapes, duration = work.shapes, work.duration
     required_level, preferred_level = work.required_level, work.preferred_level
     events = state.events
@@ -79,6 +81,8 @@ def earliest_start(
         total_bound = sum(bound)
     per_leaf = required_level is not None and required_level == topo.finest
     memo = SweepMemo(len(topo.leaf_nodes), len(eff), cache, node_cache, plan_nodes)
+    if leaf_index:
+        memo.caps = {}  # attempts re-read only the leaves that changed since the last one
     dirty = memo.leaf_dirty
     node_dirty = memo.node_dirty
     # A gang that never ends can use at most what a node will ever have free (`final_gpu`).

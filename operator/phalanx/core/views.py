@@ -13,11 +13,12 @@ leaf answers are shared between the attempts of a sweep through a `SweepMemo`.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState, Hold
-from phalanx.core.placement import Shape, compute_leaf_counts
+from phalanx.core.placement import Shape
 from phalanx.core.resources import count_fit
 from phalanx.core.shapecaps import ShapeCaps, ShapeCapsCache
 from phalanx.core.topology import Topology
@@ -153,7 +154,9 @@ class NowView:
         return cap, counts
 
 
-PlanCache = dict[tuple[int, int, int, int, int], tuple[int, list[tuple[int, int]]]]
+#: (shape id, leaf, leaf stamp, leaf epoch, hold class) → (pods, [(node, pods > 0)], node
+#: stamps-and-epochs, pods per node); the same under (shape id, leaf) for the leaf's last answer.
+PlanCache = dict[tuple[int, ...], tuple[int, list[tuple[int, int]], list[int], list[int]]]
 #: (shape id, node, node version, node epoch, hold class) → pods that fit at the sweep time.
 PlanNodeCache = dict[tuple[int, int, int, int, int], int]
 
@@ -170,7 +173,7 @@ class SweepMemo:
     so an attempt recomputes a leaf or two, and a new sweep mostly reads answers of earlier ones.
     """
 
-    __slots__ = ("entries", "leaf_dirty", "node_cache", "node_dirty", "plan_nodes")
+    __slots__ = ("caps", "entries", "leaf_dirty", "node_cache", "node_dirty", "plan_nodes")
 
     def __init__(
         self,
@@ -190,6 +193,63 @@ class SweepMemo:
         #: by the sweep time has exactly its capacity now.
         self.node_cache: NodeCache = node_cache if node_cache is not None else {}
         self.plan_nodes: PlanNodeCache = plan_nodes if plan_nodes is not None else {}
+        #: Per shape id, the sweep's leaves with room (`SweepCaps`); None: visit every leaf.
+        self.caps: dict[int, SweepCaps] | None = None
+
+
+class SweepCaps:
+    """Within one sweep, the leaves with room for a shape at the latest attempt, kept current.
+
+    Between two attempts of a sweep the state does not change; a leaf's answer (and whether its
+    GPUs can hold one pod at all) can change only if the sweep applied one of the leaf's events
+    (`leaf_dirty` moved) or a hold start of the leaf fell between the two window ends (the hold
+    class moved; the end only grows within a sweep). Re-reading just those leaves gives exactly
+    the list visiting every leaf gives (`_homogeneous`)."""
+
+    __slots__ = ("caps", "dirty", "end", "listed")
+
+    def __init__(self) -> None:
+        self.caps: dict[int, int] = {}
+        self.dirty: list[int] | None = None
+        self.end = -math.inf
+        self.listed: list[tuple[int, int]] | None = None
+
+    def current(self, view: PlanView, shape: Shape) -> list[tuple[int, int]]:
+        memo, st = view.memo, view.state
+        feasible = shape.feasible.leaf_nodes
+        dirty = memo.leaf_dirty
+        last = self.dirty
+        todo: list[int] | set[int]
+        if last is None or view.end < self.end:
+            todo = shape.feasible.leaves
+            self.caps.clear()
+        else:
+            todo = {lf for lf in shape.feasible.leaves if dirty[lf] != last[lf]}
+            if view.end > self.end:
+                timeline = st.timeline
+                lo = bisect_left(timeline, (self.end,))
+                hi = bisect_left(timeline, (view.end,))
+                for j in range(lo, hi):
+                    ev = timeline[j]
+                    if not ev[3] and ev[4] in feasible:
+                        todo.add(ev[4])
+        self.dirty = list(dirty)
+        self.end = view.end
+        caps, g, leaf_gpu = self.caps, shape.gpu, view.leaf_gpu
+        for leaf in todo:
+            c = 0
+            if not g or leaf_gpu[leaf] >= g:
+                c, _ = view.leaf_counts(shape, leaf)
+            if c > 0:
+                if caps.get(leaf) != c:
+                    caps[leaf] = c
+                    self.listed = None
+            elif caps.pop(leaf, None) is not None:
+                self.listed = None
+        listed = self.listed
+        if listed is None:
+            listed = self.listed = sorted(caps.items())
+        return listed
 
 
 class PlanView:
@@ -219,7 +279,13 @@ class PlanView:
         return self.leaf_gpu[leaf]
 
     def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
-        return None
+        by_shape = self.memo.caps
+        if by_shape is None:
+            return None
+        idx = by_shape.get(shape.id)
+        if idx is None:
+            idx = by_shape[shape.id] = SweepCaps()
+        return idx.current(self, shape)
 
     def node_capacity(self, n: int) -> list[int]:
         st, t = self.state, self.t
@@ -264,10 +330,32 @@ class PlanView:
             memo.leaf_dirty[leaf],
             bisect_left(starts, self.end) if starts else 0,
         )
-        hit = memo.entries.get(key)
+        entries = memo.entries
+        hit = entries.get(key)
         if hit is None:
-            hit = memo.entries[key] = compute_leaf_counts(self, shape, leaf)
-        return hit
+            nodes = shape.feasible.leaf_nodes.get(leaf)
+            if not nodes:
+                entries[key] = (0, [], [], [])
+                return 0, []
+            # A node's answer here is a function of its stamp, its sweep epoch and, if it has
+            # holds, the window end (`node_count`'s key): re-count the nodes whose stamp or
+            # epoch moved since the leaf's last answer (any sweep, any time) and those with holds.
+            ver, epoch = st.node_version, memo.node_dirty
+            stamps = [(ver[n] << 32) + epoch[n] for n in nodes]
+            last = (shape.id, leaf)
+            old = entries.get(last)
+            per = recount(
+                self.node_count,
+                shape,
+                nodes,
+                stamps,
+                old[2] if old else None,
+                old[3] if old else None,
+                st.holds,
+            )
+            counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
+            hit = entries[key] = entries[last] = (sum(per), counts, stamps, per)
+        return hit[0], hit[1]
 
 
 class TrialView(NowView):

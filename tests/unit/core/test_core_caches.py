@@ -195,6 +195,50 @@ def test_plan_caches_shared_across_sweeps_match_fresh_sweeps(seed: int) -> None:
             prep.state.add_release(NOW + 400.0, n, [1] + [0] * (prep.state.width - 1), "y")
 
 
+@pytest.mark.parametrize("seed", range(120))
+def test_sweeps_reading_changed_leaves_only_match_visiting_every_leaf(seed: int) -> None:
+    """A sweep's per-shape leaf index (re-reading only leaves whose events the sweep applied, or
+    whose hold class moved with the window end) gives the same plans as visiting every leaf at
+    every attempt, with caches shared across sweeps or fresh, as the state changes."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    state = prep.state
+    # Many holds at scattered times, so that window ends pass hold starts between attempts.
+    for i in range(rng.randint(4, 14)):
+        start = NOW + rng.uniform(0.0, 3000.0)
+        end = start + rng.choice((300.0, 1500.0, math.inf))
+        state.add_hold(
+            rng.randrange(len(state.free)),
+            start,
+            end,
+            [rng.choice((1, 2, 4))] + [0] * (state.width - 1),
+            f"h{i}",
+        )
+    caches: tuple[PlanCache, PlanNodeCache] = ({}, {})
+    for w in prep.works:
+        plans = []
+        for index, shared in ((True, True), (False, False), (True, False)):
+            c = caches if shared else ({}, {})
+            plan = earliest_start(
+                state, w, NOW, cache=c[0], node_cache={}, plan_nodes=c[1], leaf_index=index
+            )
+            out = None if plan is None else plan.outcome
+            plans.append(
+                None
+                if plan is None or out is None
+                else (plan.start, plan.ending, out.assignment, out.leaves, out.fit_pods)
+            )
+        assert plans[0] == plans[1] == plans[2]
+        n = rng.randrange(len(state.free))
+        start = NOW + rng.choice((50.0, 100.0, 700.0))
+        if rng.random() < 0.5:
+            state.add_hold(
+                n, start, start + rng.choice((300.0, math.inf)), [1] + [0] * (state.width - 1), "x"
+            )
+        else:
+            state.add_release(start, n, [1] + [0] * (state.width - 1), "y")
+
+
 def test_node_stamps_change_with_every_kind_of_change() -> None:
     prep = _cluster(1)
     state = prep.state

@@ -165,6 +165,11 @@ async def run_operator(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run until stopped: kopf, the scheduler loop, metrics, and (optionally) the elector."""
+    if kubeconfig:
+        # kopf logs in through the kubernetes client's default loader, which reads $KUBECONFIG:
+        # without this, `--kubeconfig X` would send the writes to X and the watches to whatever
+        # cluster ~/.kube/config's current context names.
+        os.environ["KUBECONFIG"] = kubeconfig
     # Room for every bind in flight plus status writes, evictions and the lease.
     api_client = await connect(kubeconfig, pool=config.bind_concurrency + 32)
     api = Api(api_client, component=config.scheduler_name)

@@ -254,15 +254,21 @@ class ClusterState:
         checkpoints = [t]
         checkpoints.extend(h.start for h in holds if t < h.start < end)
         releases = self.releases[n]
+        count = len(releases)
         out: list[int] | None = None
         for c in checkpoints:
             value = list(base)
-            for r in releases[applied:]:
-                if r.time > c:
-                    break
-                if c > t and r.gang not in ignore:
-                    for i, v in enumerate(r.vec):
-                        value[i] += v
+            if c > t:
+                # (At t itself `base` already holds every release the window may count.)
+                j = applied
+                while j < count:
+                    r = releases[j]
+                    if r.time > c:
+                        break
+                    j += 1
+                    if r.gang not in ignore:
+                        for i, v in enumerate(r.vec):
+                            value[i] += v
             for h in holds:
                 if h.start <= c < h.end:
                     for i, v in enumerate(h.vec):

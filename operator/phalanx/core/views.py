@@ -44,20 +44,22 @@ def recount(
     """Pods of `shape` per node of `nodes`: re-counted where the node's stamp differs from
     `old_stamps` — or, with `held` (the nodes' holds: the old answer was for another window
     end), where the node has holds —, copied from `old_per` elsewhere; all counted without an
-    old answer."""
+    old answer. Returns `old_per` itself when every count came out the same (callers then
+    reuse the rest of the old answer)."""
     if old_stamps is None or old_per is None:
         return [node_count(shape, n) for n in nodes]
-    per = list(old_per)
     if held is None:
-        for j, stamp in enumerate(stamps):
-            if stamp != old_stamps[j]:
-                per[j] = node_count(shape, nodes[j])
+        if stamps == old_stamps:
+            return old_per
+        todo = [j for j, stamp in enumerate(stamps) if stamp != old_stamps[j]]
     else:
-        for j, stamp in enumerate(stamps):
-            n = nodes[j]
-            if stamp != old_stamps[j] or held[n]:
-                per[j] = node_count(shape, n)
-    return per
+        todo = [j for j, n in enumerate(nodes) if held[n] or stamps[j] != old_stamps[j]]
+        if not todo:
+            return old_per
+    per = list(old_per)
+    for j in todo:
+        per[j] = node_count(shape, nodes[j])
+    return old_per if per == old_per else per
 
 
 class NowView:
@@ -148,8 +150,11 @@ class NowView:
                 old[4] if old else None,
                 st.holds,
             )
-        counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
-        cap = sum(per)
+        if old is not None and per is old[4]:
+            cap, counts = old[1], old[2]
+        else:
+            counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
+            cap = sum(per)
         cache[key] = cache[last] = cache[anyend] = (version, cap, counts, stamps, per)
         return cap, counts
 
@@ -353,8 +358,12 @@ class PlanView:
                 old[3] if old else None,
                 st.holds,
             )
-            counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
-            hit = entries[key] = entries[last] = (sum(per), counts, stamps, per)
+            if old is not None and per is old[3]:
+                hit = (old[0], old[1], stamps, per)
+            else:
+                counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
+                hit = (sum(per), counts, stamps, per)
+            entries[key] = entries[last] = hit
         return hit[0], hit[1]
 
 

@@ -18,7 +18,6 @@ cycle), which bounds the cost of a pathological timeline.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
@@ -172,9 +171,7 @@ def earliest_start(
         view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo)
         out = place(view, shapes, required_level, preferred_level)
         if out.assignment is not None:
-            # Releases applied by t: every one at or before t.
-            i = bisect_right(state.event_keys, (t, math.inf))
-            return Plan(t, out, len({events[e].gang for e in range(i)}))
+            return Plan(t, out, state.gangs_released_by(t))
         attempts += 1
         if attempts >= MAX_ATTEMPTS:
             return None
@@ -243,4 +240,4 @@ def start_on_due(
     out = place(view, shapes, required_level, work.preferred_level)
     if out.assignment is None:
         return None
-    return Plan(now, out, len({events[j].gang for j in range(due.events_due())}))
+    return Plan(now, out, state.gangs_released_by(now))

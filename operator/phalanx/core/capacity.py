@@ -102,6 +102,10 @@ class ClusterState:
         #: leaf), sorted: the backfill sweep walks this one list (equal tuples are
         #: interchangeable, so a release is removed by value).
         self.timeline: list[tuple[float, int, int, int, int]] = []
+        #: Per gang with releases, their times (sorted); and every such gang's earliest release
+        #: time (sorted), so "gangs released by t" is one bisection.
+        self._gang_times: dict[str, list[float]] = {}
+        self._first_release: list[float] = []
         #: Nodes that have (or had) holds: on the others free GPUs only grow with time, so the
         #: least they will ever have from now on is what they have now (see `ForeverBound`).
         self.held_nodes: set[int] = set()
@@ -181,6 +185,11 @@ class ClusterState:
         self.event_keys.insert(i, key)
         self.events.insert(i, rel)
         bisect.insort(self.timeline, (time, n, vec[0], 1, self.topo.leaf_of[n]))
+        times = self._gang_times.setdefault(gang, [])
+        first = times[0] if times else None
+        bisect.insort(times, time)
+        if first is None or time < first:
+            self._move_first(first, time)
         self.final_gpu[n] += vec[0]
         self.leaf_version[self.topo.leaf_of[n]] += 1
         self._touch(n)
@@ -210,6 +219,29 @@ class ClusterState:
             j = bisect.bisect_left(timeline, entry)
             assert timeline[j] == entry
             del timeline[j]
+        times = self._gang_times.get(gang)
+        if gone and times is not None:
+            first = times[0]
+            for r in gone:
+                del times[bisect.bisect_left(times, r.time)]
+            now_first = times[0] if times else None
+            if now_first != first:
+                self._move_first(first, now_first)
+            if not times:
+                del self._gang_times[gang]
+
+    def _move_first(self, old: float | None, new: float | None) -> None:
+        """A gang's earliest release moved from `old` to `new` (None: it had or has none)."""
+        firsts = self._first_release
+        if old is not None:
+            del firsts[bisect.bisect_left(firsts, old)]
+        if new is not None:
+            bisect.insort(firsts, new)
+
+    def gangs_released_by(self, t: float) -> int:
+        """How many gangs have a release at or before `t` (= distinct gangs among the events
+        with time ≤ t): the "after N running gangs end" figure of an ETA."""
+        return bisect.bisect_right(self._first_release, t)
 
     # -- holds -----------------------------------------------------------------------------------
 

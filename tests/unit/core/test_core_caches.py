@@ -474,8 +474,9 @@ def _timeline(state: ClusterState) -> list[tuple[float, int, int, int, int]]:
 @pytest.mark.parametrize("seed", range(40))
 def test_timeline_merges_releases_and_hold_events(seed: int) -> None:
     """Through binds, releases, holds (ending or not) and evictions, the sweep's merged
-    timeline is exactly the sorted union of the releases and the hold events, and the pods per
-    leaf kept up to date (`leaf_pods`) are those the free-GPU histogram gives."""
+    timeline is exactly the sorted union of the releases and the hold events, the count of gangs
+    released by a time is that of the timeline, and the pods per leaf kept up to date
+    (`leaf_pods`) are those the free-GPU histogram gives."""
     prep = _cluster(seed)
     rng = random.Random(seed)
     _add_holds(prep, rng)
@@ -496,6 +497,9 @@ def test_timeline_merges_releases_and_hold_events(seed: int) -> None:
             victim = rng.choice([r.gang.id for r in prep.running] + [f"g{i}" for i in range(5)])
             state.drop_releases(victim, sorted({r.node for r in state.events if r.gang == victim}))
         assert state.timeline == _timeline(state)
+        for t in (NOW - 1.0, NOW, NOW + 299.0, NOW + 300.0, NOW + 5000.0, math.inf):
+            want_gangs = len({r.gang for r in state.events if r.time <= t})
+            assert state.gangs_released_by(t) == want_gangs
         for g in (1, 2, 3, 8):
             want = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
             assert state.leaf_pods(g) == want

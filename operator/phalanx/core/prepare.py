@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fit import Signature, node_accepts, signature
@@ -102,17 +103,25 @@ def _queue_state(q: Queue, index: ResourceIndex) -> QueueState:
     return QueueState(name=q.name, queue=q, invalid=invalid, alloc=[0] * len(index), limit=limit)
 
 
-def _gang_problem(p: PendingGang, policy: Policy, q: Queue | None, duration: float | None) -> str:
-    """Why a pending gang is `Invalid`, or '' when it is well-formed."""
-    levels = {lv.name for lv in policy.topology_levels}
+def _gang_problem(
+    p: PendingGang,
+    policy: Policy,
+    q: Queue | None,
+    duration: float | None,
+    levels: set[str] | None = None,
+) -> str:
+    """Why a pending gang is `Invalid`, or '' when it is well-formed. `levels` are the policy's
+    level names (computed once by the caller)."""
+    if levels is None:
+        levels = {lv.name for lv in policy.topology_levels}
     if p.min_member < 1:
         return f"minMember is {p.min_member}; it must be at least 1"
-    pods = [m.pod for m in p.members]
-    if len(set(pods)) != len(pods):
+    pods = {m.pod for m in p.members}
+    if len(pods) != len(p.members):
         return "the same pod is listed twice among the members"
     for m in p.members:
-        bad = negative_entries(m.requests)
-        if bad:
+        if m.requests and min(m.requests.values()) < 0:
+            bad = negative_entries(m.requests)
             return f"pod {m.pod} requests a negative quantity of {', '.join(bad)}"
     if p.min_resources is not None and negative_entries(p.min_resources):
         return "minResources has a negative quantity of " + ", ".join(
@@ -258,6 +267,8 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         return sorted(groups.values(), key=lambda s: (s.req, s.pods[0]))
 
     seen_pending: set[str] = set()  # (membership in the list was quadratic in pending gangs)
+    level_names = {lv.name for lv in policy.topology_levels}
+    by_pod = attrgetter("pod")
     for p in snapshot.pending:
         if p.id in decisions or p.id in seen_pending:
             continue
@@ -268,7 +279,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         duration = p.time_limit
         if duration is None and spec is not None:
             duration = spec.default_time_limit
-        problem = _gang_problem(p, policy, spec, duration)
+        problem = _gang_problem(p, policy, spec, duration, level_names)
         if problem:
             decisions[p.id] = GangDecision(Reason.INVALID, problem)
             continue
@@ -290,7 +301,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         level_pos = topo.level_pos
         req_level = level_pos[p.topology_required] if p.topology_required else None
         pref_level = level_pos[p.topology_preferred] if p.topology_preferred else None
-        members = sorted(p.members, key=lambda m: m.pod)
+        members = sorted(p.members, key=by_pod)
         waiting = len(members) < p.min_member
         if waiting and p.min_resources is not None:
             # Stand-in members so the gang can be planned before its pods exist.

@@ -67,5 +67,7 @@ bench-e2e: control-plane
 	$(BIN)/python bench/e2e_bench.py
 
 ## Trace replays of the four policies (Philly, ITP); writes bench/results/sim.json and bench/SIM.md.
+## Keeps recorded replays that match the current configuration; SIM_FLAGS= replays all (~2 h).
+SIM_FLAGS ?= --reuse
 bench-sim: $(STAMP)
-	$(BIN)/python bench/sim_bench.py
+	$(BIN)/python bench/sim_bench.py $(SIM_FLAGS)

@@ -114,11 +114,20 @@ def goals(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
 
 NOTES = """## How to read this, and what it assumes
 
-- Reproduce: `make bench-sim` (all traces, full length); `bench/sim_bench.py --quick 3000`
-  replays the first 3,000 jobs of each trace for development (not comparable with a full run);
-  `--only philly` runs one trace. One replay of one policy:
-  `phalanx simulate --trace philly:../shared/data/traces/philly-pollux/philly.csv
+- Reproduce: `make bench-sim` runs every replay still missing from `results/sim.json` (it passes
+  `--reuse`: a recorded replay is kept when its trace, shape, job limit, cycle interval and
+  policy configuration match what would run now). From scratch (`make bench-sim SIM_FLAGS=`,
+  or `bench/sim_bench.py` without `--reuse`) it takes about 1.5–2 hours of wall time on this
+  machine, most of it the Philly replays of the gang policies (~30 min each, alone on a core);
+  `--only philly --policy phalanx` runs one. `bench/sim_bench.py --quick 3000` replays the
+  first 3,000 jobs of each trace for development (not comparable with a full run). One replay
+  of one policy: `phalanx simulate --trace philly:../shared/data/traces/philly-pollux/philly.csv
   --shape medium --policy phalanx --json out.json --plots plots/`.
+- Wall times were measured on the shared 2-core machine while other work (test suites, core
+  benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
+  cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results
+  other than timing are identical between runs (checked: the 12 `pod`/`fifo-gang`/`volcano`
+  replays of clusters 01, 02, 03, 05 rerun at 05:21 matched the 03:13 run figure for figure).
 - Wait = submit to the start of the run that completed (an evicted gang's lost run counts as
   waiting). "Largest gangs" = the largest size class present in the trace (33+ GPUs for Philly
   and cluster04).
@@ -240,11 +249,11 @@ def table(label: str, by_policy: dict[str, dict[str, Any]]) -> list[str]:
         f"### {label} on `{first['shape']}` ({first['limit_jobs'] or first['jobs_in_trace']} jobs"
         f"{'' if first.get('limit_jobs') is None else ', QUICK'})",
         "",
-        "| policy | unfinished | util. | wait mean h | wait p95 h | largest gangs "
-        f"({first['largest_gang_class']}) worst wait h | JCT mean h | Jain | worst queue "
-        "below 90% share | leaf excess | deadlocked GPU-h | evictions / lost GPU-h | "
+        "| policy | unfinished | util. | wait mean h | wait p95 h | work-weighted wait h | "
+        f"largest gangs ({first['largest_gang_class']}) worst wait h | JCT mean h | Jain | "
+        "worst queue below 90% share | leaf excess | deadlocked GPU-h | evictions / lost GPU-h | "
         "wall s | RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for policy in ALL_POLICIES:
         s = by_policy.get(policy)
@@ -253,7 +262,8 @@ def table(label: str, by_policy: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {policy} | {s['unfinished']} | {_f(s['gpu_utilization'], '.1%')} | "
             f"{_h(s['wait_mean_s'])} | "
-            f"{_h(s['wait_p95_s'])} | {_h(s['largest_gang_wait_max_s'])} | "
+            f"{_h(s['wait_p95_s'])} | {_h(s.get('wait_mean_work_weighted_s'))} | "
+            f"{_h(s['largest_gang_wait_max_s'])} | "
             f"{_h(s['jct_mean_s'])} | {_f(s['jain_fairness'], '.3f')} | "
             f"{_f(s['queue_below_share_worst'], '.1%')} | "
             f"{_f(s['leaf_span_excess_mean'], '.2f')} | {s['deadlocked_gpu_hours']:.0f} | "
@@ -328,14 +338,18 @@ def markdown(payload: dict[str, Any]) -> str:
             f"deserved share {below} of its demand time |"
         )
     lines += ["", "## Cost of the replays", ""]
-    lines += ["| trace | policy | cycles | cycle ms mean / p95 / max | max pending gangs |"]
-    lines += ["|---|---|---|---|---|"]
+    lines += [
+        "| trace | policy | cycles | cycle ms mean / p95 / max | max pending gangs | "
+        "wall s | peak RSS MiB | finished |"
+    ]
+    lines += ["|---|---|---|---|---|---|---|---|"]
     for label, by_policy in results.items():
         for policy, s in by_policy.items():
             c = s["cycle_ms"]
             lines.append(
                 f"| {label} | {policy} | {s['cycles']} | {_f(c['mean'], '.1f')} / "
-                f"{_f(c['p95'], '.1f')} / {_f(c['max'], '.0f')} | {s['pending_gangs_max']} |"
+                f"{_f(c['p95'], '.1f')} / {_f(c['max'], '.0f')} | {s['pending_gangs_max']} | "
+                f"{s['wall_s']:.0f} | {s['peak_rss_mib']:.0f} | {s.get('finished_at', '–')} |"
             )
     total_wall = sum(s["wall_s"] for bp in results.values() for s in bp.values())
     slowest = max(

@@ -64,7 +64,6 @@ def earliest_start(
         return None
     topo = state.topo
     usable = state.usable
-    leaf_of = topo.leaf_of
     need = work.gpus
     #: GPUs per node at the sweep time: free plus releases minus holds active then (may be < 0).
     eff = list(state.free_gpu)
@@ -87,19 +86,13 @@ def earliest_start(
     # A gang that never ends can use at most what a node will ever have free (`final_gpu`).
     cap = state.final_gpu if duration == math.inf else None
     if cap is not None:
-        # The aggregates above counted free GPUs; cap the nodes held forever.
-        for n in sorted(state.forever_held):
-            if usable[n]:
-                before = max(0, eff[n])
-                after = max(0, min(cap[n], eff[n]))
-                if after != before:
-                    leaf = leaf_of[n]
-                    leaf_gpu[leaf] += after - before
-                    total += after - before
-                    if homog:
-                        d = after // g - before // g
-                        bound[leaf] += d
-                        total_bound += d
+        # The aggregates above counted free GPUs; each node capped at `final_gpu` instead (only
+        # nodes held forever differ), kept up to date by the state.
+        leaf_gpu = list(state.capped_leaf_gpu)
+        total = state.capped_total
+        if homog:
+            bound = list(state.capped_pods(g))
+            total_bound = sum(bound)
 
     # Identical GPU pods that never end: a tighter bound, used only to skip doomed attempts.
     forever: ForeverBound | None = None

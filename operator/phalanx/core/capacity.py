@@ -113,6 +113,23 @@ class ClusterState:
         self.free_gpu = [v[0] for v in free]
         #: g → `leaf_pods(g)`, kept up to date by `change`.
         self._leaf_pods: dict[int, list[int]] = {}
+        #: The same figures for a gang that never ends, whose sweep caps every node at
+        #: `final_gpu`: per usable node max(0, min(final_gpu, free GPUs)) (0 if unusable),
+        #: summed per leaf and in all, their per-leaf histogram, and g → pods per leaf
+        #: (`capped_pods`); kept up to date on every node change.
+        self.capped_gpu = [
+            max(0, min(c, f)) if u else 0
+            for c, f, u in zip(self.final_gpu, self.free_gpu, usable, strict=True)
+        ]
+        self.capped_leaf_gpu = [0] * nleaves
+        self.capped_hist: list[dict[int, int]] = [{} for _ in range(nleaves)]
+        for n, v in enumerate(self.capped_gpu):
+            if usable[n]:
+                leaf = topo.leaf_of[n]
+                self.capped_leaf_gpu[leaf] += v
+                self.capped_hist[leaf][v] = self.capped_hist[leaf].get(v, 0) + 1
+        self.capped_total = sum(self.capped_leaf_gpu)
+        self._capped_pods: dict[int, list[int]] = {}
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
         self.due: DueNow | None = None
 
@@ -124,6 +141,15 @@ class ClusterState:
         if got is None:
             got = self._leaf_pods[g] = [
                 sum(c * (v // g) for v, c in hist.items()) for hist in self.leaf_hist
+            ]
+        return got
+
+    def capped_pods(self, g: int) -> list[int]:
+        """`leaf_pods(g)` over the capped GPUs (`capped_gpu`); the state's own list."""
+        got = self._capped_pods.get(g)
+        if got is None:
+            got = self._capped_pods[g] = [
+                sum(c * (v // g) for v, c in hist.items()) for hist in self.capped_hist
             ]
         return got
 
@@ -140,6 +166,23 @@ class ClusterState:
         log = self.leaf_log
         log.append(leaf)
         self.leaf_touched[leaf] = len(log)
+        if self.usable[n]:
+            f = self.free_gpu[n]
+            c = self.final_gpu[n]
+            new = c if c < f else f
+            new = new if new > 0 else 0
+            old = self.capped_gpu[n]
+            if new != old:
+                self.capped_gpu[n] = new
+                self.capped_leaf_gpu[leaf] += new - old
+                self.capped_total += new - old
+                hist = self.capped_hist[leaf]
+                hist[old] -= 1
+                if not hist[old]:
+                    del hist[old]
+                hist[new] = hist.get(new, 0) + 1
+                for g, pods in self._capped_pods.items():
+                    pods[leaf] += new // g - old // g
         if self.due is not None:
             self.due.refresh(n)
 

@@ -503,3 +503,20 @@ def test_timeline_merges_releases_and_hold_events(seed: int) -> None:
         for g in (1, 2, 3, 8):
             want = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
             assert state.leaf_pods(g) == want
+        # The capped figures a sweep of a gang that never ends starts from.
+        capped = [
+            max(0, min(state.final_gpu[m], state.free_gpu[m])) if state.usable[m] else 0
+            for m in range(len(state.free))
+        ]
+        assert state.capped_gpu == capped
+        per_leaf = [0] * len(state.topo.leaf_nodes)
+        for m, v in enumerate(capped):
+            per_leaf[state.topo.leaf_of[m]] += v
+        assert state.capped_leaf_gpu == per_leaf
+        assert state.capped_total == sum(capped)
+        for g in (1, 2, 3, 8):
+            want = [0] * len(state.topo.leaf_nodes)
+            for m, v in enumerate(capped):
+                if state.usable[m]:
+                    want[state.topo.leaf_of[m]] += v // g
+            assert state.capped_pods(g) == want

@@ -20,7 +20,7 @@ import bisect
 import math
 from dataclasses import dataclass
 
-from phalanx.core.duenow import DueNow
+from phalanx.core.duenow import DueNow, HeldNow
 from phalanx.core.topology import Topology
 
 INFINITY = math.inf
@@ -130,6 +130,8 @@ class ClusterState:
                 self.capped_hist[leaf][v] = self.capped_hist[leaf].get(v, 0) + 1
         self.capped_total = sum(self.capped_leaf_gpu)
         self._capped_pods: dict[int, list[int]] = {}
+        #: Free GPUs minus holds at now, kept up to date once `track_held_now` is called.
+        self.held_now: HeldNow | None = None
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
         self.due: DueNow | None = None
 
@@ -152,6 +154,12 @@ class ClusterState:
                 sum(c * (v // g) for v, c in hist.items()) for hist in self.capped_hist
             ]
         return got
+
+    def track_held_now(self, now: float) -> HeldNow:
+        """Start keeping free GPUs minus holds active at now (see `HeldNow`)."""
+        if self.held_now is None or self.held_now.horizon != now:
+            self.held_now = HeldNow(self, now)
+        return self.held_now
 
     def track_due(self, now: float) -> DueNow:
         """Start keeping the "capacity being freed now" aggregates (see `DueNow`)."""
@@ -185,6 +193,8 @@ class ClusterState:
                     pods[leaf] += new // g - old // g
         if self.due is not None:
             self.due.refresh(n)
+        if self.held_now is not None:
+            self.held_now.refresh(n)
 
     # -- free capacity now ---------------------------------------------------------------------
 

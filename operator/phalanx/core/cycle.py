@@ -739,7 +739,9 @@ def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
         sched = Scheduler(prep, policy, now)
         sched.run()
         sched.place_extras()
-        prep.state.due = None  # the one reference cycle (state ↔ DueNow): let refcounting free it
+        # The reference cycles (state ↔ DueNow, HeldNow): let refcounting free everything.
+        prep.state.due = None
+        prep.state.held_now = None
         return _result(prep, sched, scaled, scale)
     finally:
         if enabled:

@@ -124,3 +124,57 @@ class DueNow:
             else:
                 hi = mid
         return lo
+
+
+class HeldNow:
+    """Free GPUs minus those held at `horizon` (the cycle's now), per node, leaf and cluster,
+    kept up to date like `DueNow`: an upper bound of what a gang starting now may use there
+    (the window capacity's first checkpoint is exactly free minus the holds active then), so a
+    victim search can skip prefixes of candidates that could not make enough room even with
+    every hold at now subtracted. Unusable nodes count 0."""
+
+    __slots__ = ("held", "horizon", "leaf_gpu", "node_gpu", "pods_by_g", "state", "total")
+
+    def __init__(self, state: ClusterState, horizon: float) -> None:
+        self.state = state
+        self.horizon = horizon
+        nodes = len(state.free)
+        self.held = [0] * nodes
+        self.node_gpu = [0] * nodes
+        self.leaf_gpu = [0] * len(state.topo.leaf_nodes)
+        self.total = 0
+        #: g → per leaf, pods of g GPUs the nodes' `node_gpu` could hold.
+        self.pods_by_g: dict[int, list[int]] = {}
+        for n in range(nodes):
+            self.refresh(n)
+
+    def refresh(self, n: int) -> None:
+        st, h = self.state, self.horizon
+        held = 0
+        for hold in st.holds[n]:
+            if hold.start <= h < hold.end:
+                held += hold.vec[0]
+        self.held[n] = held
+        value = 0
+        if st.usable[n]:
+            value = st.free_gpu[n] - held
+            value = value if value > 0 else 0
+        old = self.node_gpu[n]
+        if value != old:
+            self.node_gpu[n] = value
+            leaf = st.topo.leaf_of[n]
+            self.leaf_gpu[leaf] += value - old
+            self.total += value - old
+            for g, pods in self.pods_by_g.items():
+                pods[leaf] += value // g - old // g
+
+    def pods(self, g: int) -> list[int]:
+        """Per leaf, pods of `g` GPUs (g > 0) by `node_gpu`; the tracker's own list."""
+        got = self.pods_by_g.get(g)
+        if got is None:
+            got = [0] * len(self.leaf_gpu)
+            leaf_of = self.state.topo.leaf_of
+            for n, v in enumerate(self.node_gpu):
+                got[leaf_of[n]] += v // g
+            self.pods_by_g[g] = got
+        return got

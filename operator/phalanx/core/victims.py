@@ -133,24 +133,29 @@ class _Search:
         return max(per.values(), default=0) >= self.k
 
     def first_passing(self, lo: int, count: int) -> int | None:
-        """The shortest prefix (at least `lo` long) that passes `_may_fit`, or None.
+        """The shortest prefix (at least `lo` long) that passes `_may_fit` with the GPUs held at
+        now subtracted, or None.
 
-        The test only gains from more victims (free GPUs and whole pods per node only grow), so
-        prefixes shorter than this one fail it, and so would their placements: the shortest
-        prefix that lets the gang start is at least this long. Worked out in one pass over the
+        A gang starting now may use on a node at most its free GPUs (plus the victims') minus
+        those held at now (the window capacity's first checkpoint), so this is a necessary
+        test too, and it only gains from more victims (GPUs and whole pods per node only
+        grow): prefixes shorter than this one would fail placement, and the shortest prefix
+        that lets the gang start is at least this long. Worked out in one pass over the
         candidates' nodes instead of one overlay per rejected trial."""
         state = self.state
         free, usable, leaf_of = state.free, state.usable, state.topo.leaf_of
         g, k, need = self.g, self.k, self.work.gpus
-        gpus = state.total_gpu
-        pods = list(self.leaf_pods) if g else []
+        held_now = state.track_held_now(self.now)
+        held = held_now.held
+        gpus = held_now.total
+        pods = list(held_now.pods(g)) if g else []
         total_pods = sum(pods)
         added: dict[int, int] = {}
         for i in range(count):
             for n, vec in self.eligible[i].nodes:
                 if not usable[n]:
                     continue
-                f = free[n][0]
+                f = free[n][0] - held[n]
                 before = added.get(n, 0)
                 after = added[n] = before + vec[0]
                 a = f + before

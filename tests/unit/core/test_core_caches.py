@@ -31,7 +31,7 @@ from phalanx.core import (
 )
 from phalanx.core.backfill import earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
-from phalanx.core.duenow import DueNow
+from phalanx.core.duenow import DueNow, HeldNow
 from phalanx.core.futuremin import future_minima
 from phalanx.core.placement import place
 from phalanx.core.prepare import Prepared, prepare
@@ -375,6 +375,39 @@ def test_forever_bound_only_skips_attempts_that_would_fail(
 
     monkeypatch.setattr(backfill, "ForeverBound", NoBound)
     assert [_plan(prep, w, None) for w in forever] == with_bound
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_held_now_kept_up_to_date_matches_fresh(seed: int) -> None:
+    """Free GPUs minus holds at now, kept up to date through every kind of change, equal a
+    tracker built from scratch, and the free GPUs minus the holds active at now."""
+    prep = _cluster(seed)
+    rng = random.Random(seed)
+    _add_holds(prep, rng)
+    state = prep.state
+    kept = state.track_held_now(NOW)
+    kept.pods(2)
+    vec = [1] + [0] * (state.width - 1)
+    for step in range(30):
+        n = rng.randrange(len(state.free))
+        act = rng.randrange(4)
+        if act == 0:
+            state.change(n, vec, rng.choice((-1, 1)))
+        elif act == 1:
+            state.add_release(NOW + rng.choice((0.0, 300.0)), n, vec, f"g{step}")
+        elif act == 2:
+            start = NOW + rng.choice((-100.0, 0.0, 100.0))
+            state.add_hold(n, start, start + rng.choice((50.0, 300.0, math.inf)), vec, f"h{step}")
+        elif prep.running:
+            state.drop_releases(rng.choice(prep.running).gang.id, [n])
+        fresh = HeldNow(state, NOW)
+        assert kept.node_gpu == fresh.node_gpu and kept.held == fresh.held
+        assert kept.leaf_gpu == fresh.leaf_gpu and kept.total == fresh.total
+        assert kept.pods(2) == fresh.pods(2) and kept.pods(8) == fresh.pods(8)
+        for m in range(len(state.free)):
+            h = sum(x.vec[0] for x in state.holds[m] if x.start <= NOW < x.end)
+            want = max(0, state.free_gpu[m] - h) if state.usable[m] else 0
+            assert kept.node_gpu[m] == want
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -44,8 +44,9 @@ def test_gallop_finds_the_shortest_prefix(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_first_passing_prefix_is_the_shortest_passing_the_cheap_test(seed: int) -> None:
-    """The one-pass bound equals trying `_may_fit` on every prefix, never exceeds the shortest
-    prefix that places, and is None only when no prefix places."""
+    """The one-pass bound equals trying `_may_fit` (with the GPUs held at now taken off) on
+    every prefix, never exceeds the shortest prefix that places, and is None only when no
+    prefix places."""
     prep = _cluster(seed)
     rng = random.Random(seed)
     _add_holds(prep, rng)
@@ -58,13 +59,25 @@ def test_first_passing_prefix_is_the_shortest_passing_the_cheap_test(seed: int) 
         search = _Search(state, w, cands, NOW, {}, {})
 
         def passes(p: int, cands: list[RunState] = cands, search: _Search = search) -> bool:
+            # `_may_fit` on a state whose free GPUs have the holds at now taken off.
             extra: dict[int, list[int]] = {}
             for i in range(p):
                 for n, vec in cands[i].nodes:
                     acc = extra.setdefault(n, [0] * len(vec))
                     for j, x in enumerate(vec):
                         acc[j] += x
-            return search._may_fit(extra, {})
+            held = [sum(h.vec[0] for h in hs if h.start <= NOW < h.end) for hs in state.holds]
+            saved = [list(v) for v in state.free]
+            for n, h in enumerate(held):
+                if h:
+                    state.change(n, [h] + [0] * (state.width - 1), -1)
+            probe = _Search(state, search.work, search.eligible, NOW, {}, {})
+            ok = probe._may_fit(extra, {})
+            for n, h in enumerate(held):
+                if h:
+                    state.change(n, [h] + [0] * (state.width - 1), 1)
+            assert [list(v) for v in state.free] == saved
+            return ok
 
         if not cands:
             continue

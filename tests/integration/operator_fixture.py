@@ -40,8 +40,10 @@ RBAC_KINDS = (
     "Role",
     "RoleBinding",
 )
-FORBIDDEN = re.compile(r"is forbidden: User|Not enough permissions|\b403: ")
-"""What a refusal by the API server looks like in the operator's log (ours, and kopf's)."""
+FORBIDDEN = re.compile(r'is forbidden: User "|Not enough permissions')
+"""What an authorization refusal looks like in the operator's log (the API server's RBAC message
+in ours, and kopf's). Not every 403 is one: an Event posted into a namespace being deleted is
+refused with 403 too ("unable to create new content in namespace ... being terminated")."""
 
 
 def chart_manifests() -> list[dict[str, Any]]:

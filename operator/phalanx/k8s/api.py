@@ -195,6 +195,8 @@ class Api:
         try:
             await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
         except ApiError as exc:
-            if exc.status == 403:  # a missing permission is a deployment bug: say so
+            # A missing permission is a deployment bug: say so. (A namespace being deleted
+            # refuses new Events with 403 too; that is no news.)
+            if exc.status == 403 and "being terminated" not in str(exc):
                 log.warning("event %s on %s refused: %s", reason, involved.get("name"), exc)
             return

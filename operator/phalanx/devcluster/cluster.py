@@ -13,6 +13,7 @@ process, port or half-made cluster behind.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -149,6 +150,25 @@ def status(name: str = CLUSTER_NAME) -> Status:
     return Status(True, kc, shape, len(nodes), ready, gpus)
 
 
+@contextlib.contextmanager
+def creation_lock() -> Any:
+    """Serialise cluster creation across processes on this machine.
+
+    kwokctl picks its components' ports by probing for free ones and binds them only when the
+    processes start; two clusters created at the same moment can pick the same port, and one of
+    them then comes up without a working kwok controller (its nodes never turn Ready). Holding an
+    exclusive lock from before the probe until kwokctl reports the components up closes that
+    window; creating nodes and waiting for them happens outside it.
+    """
+    workdir().mkdir(parents=True, exist_ok=True)
+    with (workdir() / ".create.lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _recorded_shape(name: str) -> str | None:
     f = cluster_dir(name) / "phalanx-shape.json"
     if not f.exists():
@@ -199,19 +219,20 @@ def up(
     started = time.monotonic()
     log(f"starting the control plane (Kubernetes {versions.KUBERNETES}, kwok {versions.KWOK})")
     try:
-        result = _kwokctl(
-            bins,
-            "create",
-            "cluster",
-            "--name",
-            name,
-            "--config",
-            str(config_file),
-            "--wait",
-            "120s",
-            "--timeout",
-            "300s",
-        )
+        with creation_lock():
+            result = _kwokctl(
+                bins,
+                "create",
+                "cluster",
+                "--name",
+                name,
+                "--config",
+                str(config_file),
+                "--wait",
+                "120s",
+                "--timeout",
+                "300s",
+            )
         if result.returncode != 0:
             tail = " ".join((result.stdout + result.stderr).split())[-600:]
             raise DevClusterError(f"kwokctl could not create the cluster: {tail}")

@@ -71,9 +71,18 @@ def test_processes_of_one_cluster_are_never_taken_for_another_s(tmp_path: Path) 
     """`down` of cluster `phalanx` must not kill `phalanx-test`: names share a prefix."""
     other = tmp_path / "clusters" / "phalanx-test"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)", f"{other}/bin/kube-apiserver"]
+        [
+            sys.executable,
+            "-c",
+            "import time; print('up', flush=True); time.sleep(30)",
+            f"{other}/bin/kube-apiserver",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
+        # Until the child has exec'd, /proc shows the parent's command line: wait for it to run.
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
         assert proc.pid in cluster.processes_under(other)
         assert proc.pid not in cluster.processes_under(tmp_path / "clusters" / "phalanx")
     finally:

@@ -160,8 +160,9 @@ class NowView:
 
 
 #: (shape id, leaf, leaf stamp, leaf epoch, hold class) → (pods, [(node, pods > 0)], node
-#: stamps-and-epochs, pods per node); the same under (shape id, leaf) for the leaf's last answer.
-PlanCache = dict[tuple[int, ...], tuple[int, list[tuple[int, int]], list[int], list[int]]]
+#: stamps-and-epochs, pods per node, leaf stamp, hold class); the same under (shape id, leaf)
+#: for the leaf's last answer.
+PlanCache = dict[tuple[int, ...], tuple[int, list[tuple[int, int]], list[int], list[int], int, int]]
 #: (shape id, node, node version, node epoch, hold class) → pods that fit at the sweep time.
 PlanNodeCache = dict[tuple[int, int, int, int, int], int]
 
@@ -338,17 +339,21 @@ class PlanView:
         entries = memo.entries
         hit = entries.get(key)
         if hit is None:
+            version, cls = key[2], key[4]
             nodes = shape.feasible.leaf_nodes.get(leaf)
             if not nodes:
-                entries[key] = (0, [], [], [])
+                entries[key] = (0, [], [], [], version, cls)
                 return 0, []
             # A node's answer here is a function of its stamp, its sweep epoch and, if it has
-            # holds, the window end (`node_count`'s key): re-count the nodes whose stamp or
-            # epoch moved since the leaf's last answer (any sweep, any time) and those with holds.
+            # holds, its own hold class for the window end (`node_count`'s key): re-count the
+            # nodes whose stamp or epoch moved since the leaf's last answer (any sweep, any
+            # time) — and those with holds, unless that answer was for the same leaf stamp and
+            # hold class (then every unchanged node's hold starts before the end are the same).
             ver, epoch = st.node_version, memo.node_dirty
             stamps = [(ver[n] << 32) + epoch[n] for n in nodes]
             last = (shape.id, leaf)
             old = entries.get(last)
+            same_class = old is not None and old[4] == version and old[5] == cls
             per = recount(
                 self.node_count,
                 shape,
@@ -356,13 +361,13 @@ class PlanView:
                 stamps,
                 old[2] if old else None,
                 old[3] if old else None,
-                st.holds,
+                None if same_class else st.holds,
             )
             if old is not None and per is old[3]:
-                hit = (old[0], old[1], stamps, per)
+                hit = (old[0], old[1], stamps, per, version, cls)
             else:
                 counts = [(n, c) for n, c in zip(nodes, per, strict=True) if c > 0]
-                hit = (sum(per), counts, stamps, per)
+                hit = (sum(per), counts, stamps, per, version, cls)
             entries[key] = entries[last] = hit
         return hit[0], hit[1]
 

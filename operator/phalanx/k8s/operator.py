@@ -86,7 +86,9 @@ class IndexSource:
         return Records(nodes, pods, groups, queues, classes, budgets)
 
 
-def build_registry(config: OperatorConfig, source: IndexSource, poke: Any) -> kopf.OperatorRegistry:
+def build_registry(
+    config: OperatorConfig, source: IndexSource, poke: Any, kubeconfig: str | None = None
+) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     ours = config.scheduler_name
 
@@ -102,7 +104,13 @@ def build_registry(config: OperatorConfig, source: IndexSource, poke: Any) -> ko
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> Any:
         # A custom registry gets no default login handlers: use the kubernetes client's config
-        # (in-cluster, or KUBECONFIG), the same source as our write client.
+        # (in-cluster, or the kubeconfig), the same source as our write client. Its loader reads
+        # $KUBECONFIG once, at import: an explicit --kubeconfig must be handed to it, or kopf's
+        # watches would go to another cluster than our writes.
+        if kubeconfig:
+            import kubernetes.config.kube_config
+
+            kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION = kubeconfig
         return kopf.login_via_client(**kwargs)
 
     # The index functions are coroutines on purpose: kopf runs a plain function in a thread pool,
@@ -165,11 +173,6 @@ async def run_operator(
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run until stopped: kopf, the scheduler loop, metrics, and (optionally) the elector."""
-    if kubeconfig:
-        # kopf logs in through the kubernetes client's default loader, which reads $KUBECONFIG:
-        # without this, `--kubeconfig X` would send the writes to X and the watches to whatever
-        # cluster ~/.kube/config's current context names.
-        os.environ["KUBECONFIG"] = kubeconfig
     # Room for every bind in flight plus status writes, evictions and the lease.
     api_client = await connect(kubeconfig, pool=config.bind_concurrency + 32)
     api = Api(api_client, component=config.scheduler_name)
@@ -189,7 +192,7 @@ async def run_operator(
         faults.bind_delay_s = float(os.environ["PHALANX_FAULT_BIND_DELAY_S"])
     source = IndexSource()
     scheduler = Scheduler(config, api, source, metrics, leader, faults=faults)
-    registry = build_registry(config, source, scheduler.poke)
+    registry = build_registry(config, source, scheduler.poke, kubeconfig)
     stop_flag: asyncio.Event = stop or asyncio.Event()
     health = f"http://0.0.0.0:{config.health_port}/healthz" if config.health_port else None
     kopf_task = asyncio.create_task(

@@ -93,6 +93,8 @@ class ClusterState:
         self.events: list[Release] = []
         self.event_keys: list[tuple[float, int]] = []
         self.holds: list[list[Hold]] = [[] for _ in free]
+        #: Per node, its holds' starts, sorted (`node_hold_class` bisects them).
+        self.node_hold_starts: list[list[float]] = [[] for _ in free]
         self.leaf_hold_starts: list[list[float]] = [[] for _ in range(nleaves)]
         #: (time, node, GPU delta) of hold starts (−) and finite ends (+), sorted: what the
         #: backfill sweep subtracts from its aggregates so they stay tight upper bounds.
@@ -301,6 +303,7 @@ class ClusterState:
     def add_hold(self, n: int, start: float, end: float, vec: list[int], gang: str) -> None:
         """Promise `vec` on node `n` over [start, end) to `gang`'s reservation."""
         self.holds[n].append(Hold(start, end, vec, gang))
+        bisect.insort(self.node_hold_starts[n], start)
         self.held_nodes.add(n)
         leaf = self.topo.leaf_of[n]
         bisect.insort(self.leaf_hold_starts[leaf], start)
@@ -368,7 +371,7 @@ class ClusterState:
         Per-node answers outlive changes elsewhere in the leaf, so they must not be keyed by the
         leaf's count: a hold added on a neighbour shifts that count, and an old answer for a
         different window would be read back under the same number."""
-        return sum(1 for h in self.holds[n] if h.start < end)
+        return bisect.bisect_left(self.node_hold_starts[n], end)
 
     def leaf_hold_class(self, leaf: int, end: float) -> int:
         """How many hold starts in the leaf fall before `end` (the cache key for capacities)."""

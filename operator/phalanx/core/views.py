@@ -100,7 +100,8 @@ class NowView:
 
     def node_count(self, shape: Shape, n: int) -> int:
         st = self.state
-        cls = st.node_hold_class(n, self.end) if st.holds[n] else 0
+        starts = st.node_hold_starts[n]
+        cls = bisect_left(starts, self.end) if starts else 0
         key = (shape.id, n, st.node_version[n], cls)
         hit = self.node_cache.get(key)
         if hit is None:
@@ -319,7 +320,7 @@ class PlanView:
                 return hit
             cls = 0
         else:
-            cls = st.node_hold_class(n, self.end)
+            cls = bisect_left(st.node_hold_starts[n], self.end)
         pkey = (shape.id, n, st.node_version[n], epoch, cls)
         got = memo.plan_nodes.get(pkey)
         if got is None:

@@ -533,6 +533,9 @@ def test_timeline_merges_releases_and_hold_events(seed: int) -> None:
         for t in (NOW - 1.0, NOW, NOW + 299.0, NOW + 300.0, NOW + 5000.0, math.inf):
             want_gangs = len({r.gang for r in state.events if r.time <= t})
             assert state.gangs_released_by(t) == want_gangs
+            for m in range(len(state.free)):
+                want_cls = sum(1 for h in state.holds[m] if h.start < t)
+                assert state.node_hold_class(m, t) == want_cls
         for g in (1, 2, 3, 8):
             want = [sum(c * (v // g) for v, c in h.items()) for h in state.leaf_hist]
             assert state.leaf_pods(g) == want

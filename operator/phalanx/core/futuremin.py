@@ -98,15 +98,25 @@ class ForeverBound:
         per node, `cap` the nodes' `final_gpu`."""
         if not self.started:
             self.started = True
-            g, usable, leaf_of = self.g, self.state.usable, self.state.topo.leaf_of
-            for n in sorted(self.state.held_nodes):
-                if usable[n]:
-                    m = self._minima(n)[applied[n]]
-                    e = min(cap[n], eff[n])
-                    d = max(0, m) // g - max(0, e) // g
-                    if d:
-                        self.extra[leaf_of[n]] += d
-                        self.extra_total += d
+            state = self.state
+            g, usable, leaf_of = self.g, state.usable, state.topo.leaf_of
+            minima, cache, version = self.minima, self.cache, state.node_version
+            extra, added = self.extra, 0
+            # (Any order: the corrections are summed.)
+            for n in state.held_nodes:
+                if not usable[n]:
+                    continue
+                got = cache.get(n)
+                if got is None or got[0] != version[n]:
+                    got = cache[n] = (version[n], future_minima(state, n))
+                lows = minima[n] = got[1]
+                m = lows[applied[n]]
+                e = cap[n] if cap[n] < eff[n] else eff[n]
+                d = (m if m > 0 else 0) // g - (e if e > 0 else 0) // g
+                if d:
+                    extra[leaf_of[n]] += d
+                    added += d
+            self.extra_total += added
         if total + self.extra_total < k:
             return True
         return per_leaf and max(b + e for b, e in zip(bound, self.extra, strict=True)) < k

@@ -125,12 +125,18 @@ class BindRecorder:
     def _run(self) -> None:
         w = watch.Watch()
         while not self._stop.is_set():
-            for ev in w.stream(self.c.core.list_namespaced_pod, self.ns, timeout_seconds=2):
-                p = ev["object"]
-                if p.spec.node_name and p.metadata.name not in self.bound_at:
-                    self.bound_at[p.metadata.name] = time.time()
-                if self._stop.is_set():
-                    break
+            try:
+                for ev in w.stream(self.c.core.list_namespaced_pod, self.ns, timeout_seconds=2):
+                    p = ev["object"]
+                    if p.spec.node_name and p.metadata.name not in self.bound_at:
+                        self.bound_at[p.metadata.name] = time.time()
+                    if self._stop.is_set():
+                        break
+            except client.ApiException as exc:
+                # A loaded API server can answer a resumed watch with 504 "too large resource
+                # version": start over from a fresh list (already-recorded pods keep their time).
+                log(f"bind recorder: watch ended with {exc.status}; listing again")
+                w = watch.Watch()
 
     def start(self) -> BindRecorder:
         self._thread.start()

@@ -19,6 +19,11 @@ bound. That is safe because a gang's members are reserved (`assumed`) before its
 next cycle's view counts them as placed, so nothing else is put on that capacity. While its task
 runs, a gang is *in flight*: no other step touches it (partial repair, evictions, status), since
 its task owns its status and its rollback.
+
+Status writes of step 7 are started the same way, at most `STATUS_WRITES` at once: a burst of
+status patches must not hold up the next decision. A gang with a status write still in flight is
+skipped until it lands, and a bind or an eviction of that gang waits for it first, so writes of
+one gang never land out of order.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -57,10 +62,22 @@ from phalanx.k8s.status import (
 from phalanx.k8s.view import Gang, View, build_view
 
 log = logging.getLogger("phalanx.scheduler")
+STATUS_WRITES = 16
+"""PodGroup status patches in flight at once (binds have their own, larger, limit)."""
 DRIFTING_FIELDS = frozenset(
-    {"queuePosition", "estimatedStartTime", "pendingDetail", "conditions", "members"}
+    {
+        "queuePosition",
+        "estimatedStartTime",
+        "pendingDetail",
+        "conditions",
+        "members",
+        "bound",
+        "running",
+        "succeeded",
+        "failed",
+    }
 )
-"""Status fields whose change alone is refreshed at a bounded rate (see `_write_if_changed`)."""
+"""Status fields whose change alone is refreshed at a bounded rate (see `_status_change`)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +171,9 @@ class Scheduler:
         self.inflight: dict[str, asyncio.Task[None]] = {}
         """Gangs whose bind task is running (key → task); see the module docstring."""
         self._bind_slots: asyncio.Semaphore | None = None
+        self.status_writes: dict[str, asyncio.Task[None]] = {}
+        """Gangs whose status-step write is in flight (key → task)."""
+        self._status_slots: asyncio.Semaphore | None = None
 
     # -- loop -------------------------------------------------------------------------------
 
@@ -166,9 +186,16 @@ class Scheduler:
         task.add_done_callback(self._background.discard)
 
     async def settle(self) -> None:
-        """Wait for every bind task in flight (tests, and a clean shutdown)."""
-        while self.inflight:
-            await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+        """Wait for every bind task and status write in flight (tests, and a clean shutdown)."""
+        while self.inflight or self.status_writes:
+            pending = [*self.inflight.values(), *self.status_writes.values()]
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _status_landed(self, key: str) -> None:
+        """Wait until a status write of this gang that is in flight has landed."""
+        task = self.status_writes.get(key)
+        if task is not None:
+            await asyncio.wait([task])
 
     def poke(self) -> None:
         """Something changed: run a cycle soon (debounced)."""
@@ -342,6 +369,7 @@ class Scheduler:
     async def _evict_gang(self, gang: Gang, reason: str, message: str) -> None:
         """Evict every bound pod of the gang through the Eviction API, with a grace period."""
         self.evicting[gang.key] = self.clock() + 120
+        await self._status_landed(gang.key)
         self.metrics.evictions_total.labels(reason=reason).inc()
         blocked = []
         for pod in gang.bound(self.assumed):
@@ -410,6 +438,7 @@ class Scheduler:
     ) -> None:
         reason = str(decision.reason) if decision else str(Reason.SCHEDULED)
         placement = decision.placement if decision else None
+        await self._status_landed(gang.key)  # an earlier pending status must not land after ours
         if gang.group:
             # Record the decision before binding: a restarted operator can see what was intended.
             await self._patch_group(
@@ -553,15 +582,15 @@ class Scheduler:
     # -- 7. status --------------------------------------------------------------------------
 
     async def _write_statuses(self, view: View, result: CycleResult, now: float) -> None:
-        writes = []
+        writes: dict[str, Coroutine[Any, Any, None]] = {}
         for key in sorted(view.gangs):
             gang = view.gangs[key]
-            if key in result.bindings or key in self.inflight:
+            if key in result.bindings or key in self.inflight or key in self.status_writes:
                 continue
             decision = result.gangs.get(key)
             if key in view.pending and decision is not None:
                 if gang.group is None:
-                    writes.append(self._report_implicit(gang, decision.reason, decision.message))
+                    await self._report_implicit(gang, decision.reason, decision.message)
                     continue
                 desired = pending_status(gang, decision, self.assumed, now)
             elif key in view.running and gang.group is not None:
@@ -573,18 +602,42 @@ class Scheduler:
                 desired = running_status(gang, self.assumed, "Succeeded")
             else:
                 continue
-            writes.append(self._write_if_changed(gang, desired))
-        await asyncio.gather(*writes)
+            write = self._status_change(gang, desired)
+            if write is not None:
+                writes[key] = write
+        if self._status_slots is None:
+            self._status_slots = asyncio.Semaphore(STATUS_WRITES)
+        for key, write in writes.items():
+            task = asyncio.create_task(self._limited(self._status_slots, write))
+            self.status_writes[key] = task
+            task.add_done_callback(functools.partial(self._status_done, key))
 
-    async def _write_if_changed(self, gang: Gang, desired: Mapping[str, Any]) -> None:
-        """Patch what changed; figures that only drift (position, ETA, numbers in the message)
-        are refreshed at most every `status_refresh_s` per gang, so a burst of binds does not
-        turn into a patch of every pending gang on every cycle."""
+    @staticmethod
+    async def _limited(slots: asyncio.Semaphore, write: Coroutine[Any, Any, None]) -> None:
+        async with slots:
+            await write
+
+    def _status_done(self, key: str, task: asyncio.Task[None]) -> None:
+        self.status_writes.pop(key, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("status of gang %s failed", key, exc_info=task.exception())
+
+    def _status_change(
+        self, gang: Gang, desired: Mapping[str, Any]
+    ) -> Coroutine[Any, Any, None] | None:
+        """The write that brings the gang's status to `desired`, or None when none is due.
+
+        Figures that only drift (position, ETA, numbers in the message, pod counts) are
+        refreshed at most every `status_refresh_s` per gang, so a burst of binds does not turn
+        into a patch of every gang on every cycle; a phase or a reason that turns is written at
+        once. Decided here, synchronously, so nothing is spawned for the many gangs with nothing
+        to write.
+        """
         assert gang.group is not None
         current = {**gang.group.status, **self.written.get(gang.key, {})}
         patch = diff(current, desired)
         if not patch:
-            return
+            return None
         cond = next((c for c in desired.get("conditions") or [] if c["type"] == "Scheduled"), None)
         old = next((c for c in current.get("conditions") or [] if c["type"] == "Scheduled"), None)
         turned = cond is not None and (
@@ -594,13 +647,18 @@ class Scheduler:
         now = time.monotonic()
         recent = now - self.refreshed.get(gang.key, 0.0) < self.config.status_refresh_s
         if drifting and not turned and recent:
-            return
+            return None
         self.refreshed[gang.key] = now
+        return self._write_status(gang, patch, cond if turned else None)
+
+    async def _write_status(
+        self, gang: Gang, patch: Mapping[str, Any], turned: Mapping[str, Any] | None
+    ) -> None:
         await self._patch_group(gang, patch)
-        if cond is not None and turned and self.reported.get(gang.key) != (cond["reason"], ""):
-            self.reported[gang.key] = (cond["reason"], "")
-            if cond["status"] == "False":
-                self._emit(_ref_group(gang), cond["reason"], cond["message"], "Warning")
+        if turned is not None and self.reported.get(gang.key) != (turned["reason"], ""):
+            self.reported[gang.key] = (turned["reason"], "")
+            if turned["status"] == "False":
+                self._emit(_ref_group(gang), turned["reason"], turned["message"], "Warning")
 
     async def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
         pod = gang.pods[0]

@@ -174,3 +174,46 @@ def test_binds_are_pipelined_a_later_cycle_places_new_gangs_and_leaves_the_one_i
     assert sorted(c[1] for c in api.calls if c[0] == "bind") == ["a", "b", "c", "d"]
     assert [c for c in api.calls if c[0] == "status"].count(("status", "Running")) == 2
     assert not sched.inflight
+
+
+class SlowStatusApi(FakeApi):
+    """Pending-status patches wait until the test opens the gate (the bind protocol's don't)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def patch_group_status(
+        self, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        if status.get("phase") == "Pending":
+            await self.gate.wait()
+        await super().patch_group_status(namespace, name, status)
+
+
+def test_status_writes_do_not_hold_up_the_next_cycle_and_land_before_the_gangs_bind() -> None:
+    api = SlowStatusApi()
+    gang = [pod("a", group="g"), pod("b", group="g")]
+    blocker = pod("x", gpus=8, node_name="n1", phase="Running")
+    cfg = build_config(bind_deadline_s=5, metrics_port=0, health_port=0)
+    sched = Scheduler(cfg, api, ListSource([*gang, blocker], [group("g", 2)]), clock=lambda: 1.0)
+
+    async def scenario() -> None:
+        # g does not fit: its pending status is written in the background (held by the gate).
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        assert set(sched.status_writes) == {"ns/g"}
+        # The blocker ends: the next cycle runs at once and decides to bind g.
+        sched.source = ListSource(gang, [group("g", 2)])
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        assert set(sched.inflight) == {"ns/g"}
+        assert not [c for c in api.calls if c[0] == "bind"], "bound before its status landed"
+        api.gate.set()
+        await sched.settle()
+
+    asyncio.run(scenario())
+    statuses = [c for c in api.calls if c[0] in ("status", "bind")]
+    assert statuses[0] == ("status", "Pending"), "the earlier pending status lands first"
+    assert statuses[1] == ("status", "Binding")
+    assert sorted(c[1] for c in statuses if c[0] == "bind") == ["a", "b"]
+    assert statuses[-1] == ("status", "Running")

@@ -179,30 +179,31 @@ The hypotheses, one by one:
   loses 4% more than `volcano`, not what separates their means.
 
 What remains is the order of service itself. Under overload every work-conserving policy keeps
-the GPUs equally busy, and the mean wait only says who was served first. `volcano` starts
+the GPUs about equally busy, and the mean wait mostly says who was served first. `volcano` starts
 whatever fits and skips what does not: in effect smallest first. It serves the single-GPU jobs
 (75% of cluster04's jobs, 93% of Philly's) by starving the 64-GPU gangs (205 h mean, 226 h
 worst); the plain mean, counting jobs not work, rewards that. Weighted by work, Phalanx waits
 *less* than `volcano`: 31.7 h against 33.5 h on the whole of cluster04 (−5%), 12.66 h against
-13.75 h on the busy slice: it wastes nothing, it serves large gangs sooner. A reservation that bounds the largest gangs' wait necessarily hands
-them GPUs that small jobs would have taken, so "−20% mean wait" and "−50% worst wait of the
-largest gangs" pull against each other against a greedy baseline on these overloaded traces;
-no setting of the existing knobs reached both (table above). See the report of issue 6 for the
-core change proposed (per-queue reservation heads, an age cap, a favour-small size factor the
-operator can set).
+13.75 h on the busy slice: it wastes nothing, it serves large gangs sooner. A reservation that
+bounds the largest gangs' wait necessarily hands them GPUs that small jobs would have taken, so
+"−20% mean wait" and "−50% worst wait of the largest gangs" pull against each other against a
+greedy baseline on these overloaded traces; no setting of the existing knobs reached both (table
+above). See the report of issue 6 for the core change proposed (per-queue reservation heads, an
+age cap, a favour-small size factor the operator can set).
 
 Philly (queues per VC, 79% busy on `medium`) tells a second story. There Phalanx's mean wait is
 8% below `volcano`'s at higher utilisation (79.0% against 77.9%) and the 9–32-GPU gangs wait
-half as long at worst (887 h against 1,807 h), but both queue policies lose a large share of
-the work to reclaim: `volcano` restarts 10,255 evicted gangs and loses 65,694 GPU-hours,
-Phalanx 10,913 and 81,660 (the run time of an evicted gang is lost, as the issue specifies;
-about a tenth of all the work). Usage decay moves deserved shares around, so more borrowed
-gangs fall to reclaim. The nine 33+-GPU gangs all belong to one VC (`ee9e8c`, 64 of the
-VC nodes) and arrive in the last two weeks; with a single reservation for the whole cluster
-(depth 1 is global, the first blocked gang of the walk across all queues) their worst wait is
-129 h against `volcano`'s 112 h (+15%), and that VC is the one most often below 90% of its
-deserved share (52% of its demand time; `volcano` 34–39%). A reservation head per queue (not
-expressible with today's global depth) is the change proposed for that.
+half as long at worst (887 h against 1,807 h), but both queue policies lose a large share of the
+work to reclaim: `volcano` restarts 10,255 evicted gangs and loses 65,694 GPU-hours, Phalanx
+10,913 and 81,660 (the run time of an evicted gang is lost, as the issue specifies: 7% and 8% of
+the trace's 978,000 GPU-hours of work). Why Phalanx loses more is not measured yet; the likely
+cause is usage decay moving deserved shares, so more borrowed gangs fall to reclaim (a replay
+with `usage_decay` off would tell). The nine 33+-GPU gangs all belong to one VC (`ee9e8c`, size
+64 in `philly_vc.csv`) and arrive in the last two weeks; with a single reservation for the whole
+cluster (depth 1 is global, the first blocked gang of the walk across all queues) their worst
+wait is 129 h against `volcano`'s 112 h (+15%), and that VC is the one most often below 90% of
+its deserved share (52% of its demand time; under `volcano` 34%). A reservation head per queue
+(not expressible with today's global depth) is the change proposed for that.
 """
 
 

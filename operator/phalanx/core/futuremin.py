@@ -124,7 +124,7 @@ class ForeverBound:
     def moved(self, n: int, applied: int, leaf: int, o: int, w: int) -> None:
         """Node `n` (usable, with holds) has had its `applied`-th event applied by the sweep,
         which moved its capped, clamped GPUs from `o` to `w`."""
-        m = self._minima(n)
+        m = self.minima.get(n) or self._minima(n)  # (the start read every node with holds)
         g = self.g
         a, b = m[applied - 1], m[applied]
         d = (b if b > 0 else 0) // g - (a if a > 0 else 0) // g - (w // g - o // g)

@@ -196,14 +196,16 @@ Philly (queues per VC, 79% busy on `medium`) tells a second story. There Phalanx
 half as long at worst (887 h against 1,807 h), but both queue policies lose a large share of the
 work to reclaim: `volcano` restarts 10,255 evicted gangs and loses 65,694 GPU-hours, Phalanx
 10,913 and 81,660 (the run time of an evicted gang is lost, as the issue specifies: 7% and 8% of
-the trace's 978,000 GPU-hours of work). Why Phalanx loses more is not measured yet; the likely
-cause is usage decay moving deserved shares, so more borrowed gangs fall to reclaim (a replay
-with `usage_decay` off would tell). The nine 33+-GPU gangs all belong to one VC (`ee9e8c`, size
-64 in `philly_vc.csv`) and arrive in the last two weeks; with a single reservation for the whole
-cluster (depth 1 is global, the first blocked gang of the walk across all queues) their worst
-wait is 129 h against `volcano`'s 112 h (+15%), and that VC is the one most often below 90% of
-its deserved share (52% of its demand time; under `volcano` 34%). A reservation head per queue
-(not expressible with today's global depth) is the change proposed for that.
+the trace's 978,000 GPU-hours of work). Why Phalanx loses more is only partly measured: without
+usage decay, Phalanx's evictions on Philly jobs 20000–30000 fell from 298 to 245 and the lost
+work from 545 to 319 GPU-h (`volcano` 223 and 518), but on the first 4,000 jobs they rose (243
+to 277; lost work 12,595 to 12,335 GPU-h); a full replay without decay is still to do. The nine
+33+-GPU gangs all belong to one VC (`ee9e8c`, size 64 in `philly_vc.csv`) and arrive in the last
+two weeks; with a single reservation for the whole cluster (depth 1 is global, the first blocked
+gang of the walk across all queues) their worst wait is 129 h against `volcano`'s 112 h (+15%),
+and that VC is the one most often below 90% of its deserved share (52% of its demand time; under
+`volcano` 34%). A reservation head per queue (not expressible with today's global depth) is the
+change proposed for that.
 """
 
 
@@ -232,6 +234,11 @@ EXPERIMENTS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("Philly first 4000", "volcano / phalanx d1 / phalanx d100", "24.4-24.5%",
      "1.19 / 1.11 / 1.12", "", "148.0 / 143.5 / 142.6",
      "reclaims 200 / 243 / 224; lost 12,140 / 12,595 / 12,526 GPU-h"),
+    ("Philly first 4000", "phalanx d1, no usage decay", "24.5%", "1.29", "37.51", "139.0",
+     "reclaims 277; lost 12,335 GPU-h"),
+    ("Philly jobs 20000-30000", "volcano / phalanx d1 / d1 no usage decay", "65.1 / 65.2 / 64.9%",
+     "0.65 / 0.69 / 0.64", "1.88 / 1.63 / 1.46", "13.6 / 10.3 / 10.0",
+     "reclaims 223 / 298 / 245; lost 518 / 545 / 319 GPU-h"),
 )  # fmt: skip
 """The experiments behind "why Phalanx loses on mean wait" (static: they are not re-run)."""
 

@@ -128,6 +128,10 @@ NOTES = """## How to read this, and what it assumes
   cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results
   other than timing are identical between runs (checked: the 12 `pod`/`fifo-gang`/`volcano`
   replays of clusters 01, 02, 03, 05 rerun at 05:21 matched the 03:13 run figure for figure).
+- Missing: Philly under `fifo-gang`. Its replay was stopped at 06:31 UTC on 2026-11-30 after
+  25,172 of the 82,247 jobs had arrived in 903 s (the machine's load was 4–9 from other work;
+  `volcano` had reached the same point in about 500 s); it would have needed about another
+  hour. `make bench-sim` runs it (the only replay missing) and keeps the rest.
 - Where the time goes (py-spy on the Philly `volcano` replay): 95% inside the core's
   `schedule` (its `prepare` ~11%, the walk over the pending gangs and their explanations the
   rest), ~5% in the simulator (events, snapshots, metrics). A cycle's cost grows with the

@@ -182,7 +182,8 @@ The hypotheses, one by one:
   order is FIFO by age. Favouring small gangs (`size_weight` −0.5, Slurm's
   `PriorityFavorSmall`; a core `Policy` knob the operator does not expose) cut the mean on the
   busy slice from 8.06 to 6.1 h — still +39% against `volcano` — while the largest gangs'
-  worst wait rose from 26 to 30 h (still −45%).
+  worst wait rose from 26 to 30 h (still −45%). On all of cluster04: 18.2 h (+33% against
+  `volcano`, −20% against depth 1 alone), largest gangs' worst wait 112 h (−50%).
 - **Reclaim churn**: none on ITP (one queue, no evictions). On Philly's first 4,000 jobs both
   queue policies restart ~200–240 reclaimed gangs and lose ~12,000 GPU-hours of work; Phalanx
   loses 4% more than `volcano`, not what separates their means.
@@ -227,6 +228,8 @@ EXPERIMENTS: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "27.6 / 28.3 / 29.8 / 51.2"),
     ("cluster04 full", "phalanx, depth 1 (simulated now)", "96.5%", "22.7", "31.7", "71.3",
      "20.6 / 28.6 / 31.4 / 54.4"),
+    ("cluster04 full", "phalanx, depth 1, size weight -0.5", "96.5%", "18.17", "32.0", "112.4",
+     "16.0 / 23.5 / 33.2 / 78.5"),
     ("cluster04 jobs 6000-12000", "volcano", "89.7%", "4.40", "13.75", "55.0",
      "4.1 / 4.8 / 17.4 / 29.1"),
     ("cluster04 jobs 6000-12000", "phalanx, depth 1", "90.1%", "8.06", "12.66", "26.4",

@@ -38,6 +38,7 @@ from phalanx.k8s.records import (
     queue_record,
 )
 from phalanx.k8s.scheduler import AlwaysLeader, FaultInjection, LeaderGate, Records, Scheduler
+from phalanx.k8s.wake import group_wakes, held_pod_released, node_wakes, pod_wakes, queue_wakes
 
 log = logging.getLogger("phalanx.operator")
 
@@ -86,6 +87,12 @@ class IndexSource:
         return Records(nodes, pods, groups, queues, classes, budgets)
 
 
+def _previous(kwargs: Mapping[str, Any], index: str, key: str) -> Any:
+    """The record an index holds for `key` before this event (None if new)."""
+    store = kwargs.get(index, {}).get(key)
+    return next(iter(store), None) if store else None
+
+
 def build_registry(
     config: OperatorConfig, source: IndexSource, poke: Any, kubeconfig: str | None = None
 ) -> kopf.OperatorRegistry:
@@ -115,33 +122,46 @@ def build_registry(
 
     # The index functions are coroutines on purpose: kopf runs a plain function in a thread pool,
     # and a thread hop per watch event cost more than the record it builds.
+    # Each one pokes the loop only for changes that can let a cycle decide something new
+    # (wake.py); the previous record comes from the index itself, as kopf passes every index to
+    # every handler (and drops an object's entries on deletion, so nothing else must be kept).
     @kopf.index("", "v1", "nodes", registry=registry, id="phalanx_nodes")
-    async def phalanx_nodes(body: kopf.Body, name: str, **_: Any) -> dict[str, NodeRec]:
-        poke()
-        return {name: node_record(body)}
+    async def phalanx_nodes(body: kopf.Body, name: str, **kw: Any) -> dict[str, NodeRec]:
+        rec = node_record(body)
+        if node_wakes(_previous(kw, "phalanx_nodes", name), rec):
+            poke()
+        return {name: rec}
 
     @kopf.index("", "v1", "pods", registry=registry, id="phalanx_pods")
-    async def phalanx_pods(body: kopf.Body, **_: Any) -> dict[str, PodRec] | None:
+    async def phalanx_pods(body: kopf.Body, **kw: Any) -> dict[str, PodRec] | None:
         spec, status = body.get("spec", {}), body.get("status", {})
         mine = spec.get("schedulerName") == ours
-        holds = spec.get("nodeName") and status.get("phase") not in ("Succeeded", "Failed")
-        if not mine and not holds:
-            return None
-        if mine:
-            poke()
+        holds = bool(spec.get("nodeName")) and status.get("phase") not in ("Succeeded", "Failed")
+        if not mine:
+            meta = body.get("metadata", {})
+            before = _previous(kw, "phalanx_pods", f"{meta.get('namespace')}/{meta.get('name')}")
+            if held_pod_released(before, holds):
+                poke()
+            if not holds:
+                return None
         rec = pod_record(body)
+        if mine and pod_wakes(_previous(kw, "phalanx_pods", rec.key), rec):
+            poke()
         return {rec.key: rec}
 
     @kopf.index("phalanx.dev", "v1alpha1", "podgroups", registry=registry, id="phalanx_groups")
-    async def phalanx_groups(body: kopf.Body, **_: Any) -> dict[str, GroupRec]:
-        poke()
+    async def phalanx_groups(body: kopf.Body, **kw: Any) -> dict[str, GroupRec]:
         rec = group_record(body)
+        if group_wakes(_previous(kw, "phalanx_groups", rec.key), rec):
+            poke()
         return {rec.key: rec}
 
     @kopf.index("phalanx.dev", "v1alpha1", "queues", registry=registry, id="phalanx_queues")
-    async def phalanx_queues(body: kopf.Body, name: str, **_: Any) -> dict[str, QueueRec]:
-        poke()
-        return {name: queue_record(body)}
+    async def phalanx_queues(body: kopf.Body, name: str, **kw: Any) -> dict[str, QueueRec]:
+        rec = queue_record(body)
+        if queue_wakes(_previous(kw, "phalanx_queues", name), rec):
+            poke()
+        return {name: rec}
 
     @kopf.index(
         "scheduling.k8s.io",

@@ -104,7 +104,14 @@ def fresh_namespace(c: Cluster, name: str) -> str:
 
 
 def drop_namespace(c: Cluster, ns: str) -> None:
-    c.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    try:
+        c.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    except client.ApiException as exc:
+        # Deleting thousands of pods can outlast the API server's request timeout (504); the
+        # deletion goes on server-side, and the wait below sees it through.
+        if exc.status != 504:
+            raise
+        log(f"deleting the pods of {ns} outlasted the request timeout; waiting for them to go")
     deadline = time.monotonic() + 300
     while c.core.list_namespaced_pod(ns, limit=1).items:
         if time.monotonic() > deadline:

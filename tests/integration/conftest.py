@@ -214,7 +214,7 @@ def _operators_were_never_refused() -> Iterator[None]:
     refused = {
         p.log_path: lines
         for p in OperatorProcess.started
-        if (lines := p.forbidden(since=offsets.get(id(p), p.start_offset)))
+        if (lines := p.forbidden(since=max(offsets.get(id(p), p.start_offset), p.excused_until)))
     }
     if refused:
         pytest.fail(

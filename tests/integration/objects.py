@@ -73,7 +73,7 @@ def gang_pod(
     }
 
 
-def gang_job(name: str, group: str, pods: int, gpus: int) -> dict[str, Any]:
+def gang_job(name: str, group: str, pods: int, gpus: int, backoff_limit: int = 0) -> dict[str, Any]:
     """A Job whose pods join `group`; evictions don't count against backoffLimit."""
     return {
         "apiVersion": "batch/v1",
@@ -82,7 +82,7 @@ def gang_job(name: str, group: str, pods: int, gpus: int) -> dict[str, Any]:
         "spec": {
             "parallelism": pods,
             "completions": pods,
-            "backoffLimit": 0,
+            "backoffLimit": backoff_limit,
             "podFailurePolicy": {
                 "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
             },

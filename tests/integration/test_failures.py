@@ -51,7 +51,10 @@ def test_a_pod_deleted_mid_bind_rolls_the_gang_back_and_it_requeues_whole(
         custom.create_namespaced_custom_object(
             "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("job", 4)
         )
-        cluster.batch.create_namespaced_job(ns, gang_job("job", "job", 4, 8))
+        # A plain delete (unlike an eviction) may leave the pod Failed without a DisruptionTarget
+        # condition — whether the pod GC marks it first is a race — and then it counts against
+        # backoffLimit: allow for it, or the Job would give up and the gang never come back.
+        cluster.batch.create_namespaced_job(ns, gang_job("job", "job", 4, 8, backoff_limit=3))
         wait_for(
             lambda: group_status(custom, ns, "job").get("phase") == "Binding",
             timeout=30,

@@ -18,20 +18,56 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from phalanx.core.placement import Shape
+    from collections.abc import Iterable, Sequence
+
+    from phalanx.core.placement import CapacityView, Shape
     from phalanx.core.views import NowView
 
 
-class ShapeCaps:
-    """Leaves with room for `shape` now (leaf → pods), current up to `pos` in the leaf log."""
+class LeafCaps:
+    """Leaves with room for one shape (leaf → pods), and the sorted list callers read.
 
-    __slots__ = ("caps", "listed", "pos")
+    The two indexes built on it (`ShapeCaps` now, `views.SweepCaps` within a reservation sweep)
+    differ only in how they find the leaves that may have changed; re-reading those is shared.
+    """
+
+    __slots__ = ("caps", "listed")
 
     def __init__(self) -> None:
         self.caps: dict[int, int] = {}
-        self.pos = -1
         #: `caps` as the sorted list `current` returns, or None after a change.
         self.listed: list[tuple[int, int]] | None = None
+
+    def recount(
+        self, todo: Iterable[int], shape: Shape, view: CapacityView, leaf_gpu: Sequence[int]
+    ) -> list[tuple[int, int]]:
+        """Re-read the leaves in `todo`; (leaf, pods > 0) in leaf order, shared until a change
+        (callers must not modify it). A leaf with fewer GPUs than one pod needs is not read."""
+        caps, g = self.caps, shape.gpu
+        for leaf in todo:
+            c = 0
+            if not g or leaf_gpu[leaf] >= g:
+                c, _ = view.leaf_counts(shape, leaf)
+            if c > 0:
+                if caps.get(leaf) != c:
+                    caps[leaf] = c
+                    self.listed = None
+            elif caps.pop(leaf, None) is not None:
+                self.listed = None
+        listed = self.listed
+        if listed is None:
+            listed = self.listed = sorted(caps.items())
+        return listed
+
+
+class ShapeCaps(LeafCaps):
+    """Leaves with room for `shape` now (leaf → pods), current up to `pos` in the leaf log."""
+
+    __slots__ = ("pos",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = -1
 
     def current(self, view: NowView, shape: Shape) -> list[tuple[int, int]]:
         """(leaf, pods > 0) in leaf order, as `_homogeneous` collects them. The list is shared
@@ -52,21 +88,7 @@ class ShapeCaps:
             touched = st.leaf_touched
             todo = [lf for lf in leaves if touched[lf] > pos]
         self.pos = len(log)
-        caps, g, leaf_gpu = self.caps, shape.gpu, st.leaf_gpu
-        for leaf in todo:
-            c = 0
-            if not g or leaf_gpu[leaf] >= g:
-                c, _ = view.leaf_counts(shape, leaf)
-            if c > 0:
-                if caps.get(leaf) != c:
-                    caps[leaf] = c
-                    self.listed = None
-            elif caps.pop(leaf, None) is not None:
-                self.listed = None
-        listed = self.listed
-        if listed is None:
-            listed = self.listed = sorted(caps.items())
-        return listed
+        return self.recount(todo, shape, view, st.leaf_gpu)
 
 
 #: (shape id, window end) → its index.

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from phalanx.core.capacity import ClusterState, Hold
 from phalanx.core.placement import Shape
 from phalanx.core.resources import count_fit
-from phalanx.core.shapecaps import ShapeCaps, ShapeCapsCache
+from phalanx.core.shapecaps import LeafCaps, ShapeCaps, ShapeCapsCache
 from phalanx.core.topology import Topology
 
 #: (shape id, leaf, hold class) → (leaf version, pods, [(node, pods > 0)], node stamps, pods
@@ -204,7 +204,7 @@ class SweepMemo:
         self.caps: dict[int, SweepCaps] | None = None
 
 
-class SweepCaps:
+class SweepCaps(LeafCaps):
     """Within one sweep, the leaves with room for a shape at the latest attempt, kept current.
 
     Between two attempts of a sweep the state does not change; a leaf's answer (and whether its
@@ -213,13 +213,12 @@ class SweepCaps:
     class moved; the end only grows within a sweep). Re-reading just those leaves gives exactly
     the list visiting every leaf gives (`_homogeneous`)."""
 
-    __slots__ = ("caps", "dirty", "end", "listed")
+    __slots__ = ("dirty", "end")
 
     def __init__(self) -> None:
-        self.caps: dict[int, int] = {}
+        super().__init__()
         self.dirty: list[int] | None = None
         self.end = -math.inf
-        self.listed: list[tuple[int, int]] | None = None
 
     def current(self, view: PlanView, shape: Shape) -> list[tuple[int, int]]:
         memo, st = view.memo, view.state
@@ -242,21 +241,7 @@ class SweepCaps:
                         todo.add(ev[4])
         self.dirty = list(dirty)
         self.end = view.end
-        caps, g, leaf_gpu = self.caps, shape.gpu, view.leaf_gpu
-        for leaf in todo:
-            c = 0
-            if not g or leaf_gpu[leaf] >= g:
-                c, _ = view.leaf_counts(shape, leaf)
-            if c > 0:
-                if caps.get(leaf) != c:
-                    caps[leaf] = c
-                    self.listed = None
-            elif caps.pop(leaf, None) is not None:
-                self.listed = None
-        listed = self.listed
-        if listed is None:
-            listed = self.listed = sorted(caps.items())
-        return listed
+        return self.recount(todo, shape, view, view.leaf_gpu)
 
 
 class PlanView:

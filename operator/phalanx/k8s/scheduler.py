@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -416,17 +415,29 @@ class Scheduler:
             for pod_key, node in pods.items():
                 self.assumed[pod_key] = node
                 self.assumed_at[pod_key] = now
-            task = asyncio.create_task(
-                self._bind_gang(gang, pods, decision, self._bind_slots, now), name=f"bind {key}"
-            )
-            self.inflight[key] = task
-            task.add_done_callback(functools.partial(self._bind_done, key))
+            # When it ends the capacity picture has changed (bound, or rolled back): poke.
+            work = self._bind_gang(gang, pods, decision, self._bind_slots, now)
+            self._spawn(self.inflight, key, work, "binding", then=self.poke)
 
-    def _bind_done(self, key: str, task: asyncio.Task[None]) -> None:
-        self.inflight.pop(key, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("binding gang %s failed", key, exc_info=task.exception())
-        self.poke()  # the capacity picture changed (bound, or rolled back)
+    @staticmethod
+    def _spawn(
+        tracked: dict[str, asyncio.Task[None]],
+        key: str,
+        work: Coroutine[Any, Any, None],
+        what: str,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Run `work` as a task tracked under `key` in `tracked` until it ends; log a failure."""
+
+        def done(task: asyncio.Task[None]) -> None:
+            tracked.pop(key, None)
+            if not task.cancelled() and task.exception() is not None:
+                log.error("%s of gang %s failed", what, key, exc_info=task.exception())
+            if then is not None:
+                then()
+
+        tracked[key] = task = asyncio.create_task(work, name=f"{what} {key}")
+        task.add_done_callback(done)
 
     async def _bind_gang(
         self,
@@ -608,19 +619,12 @@ class Scheduler:
         if self._status_slots is None:
             self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         for key, write in writes.items():
-            task = asyncio.create_task(self._limited(self._status_slots, write))
-            self.status_writes[key] = task
-            task.add_done_callback(functools.partial(self._status_done, key))
+            self._spawn(self.status_writes, key, self._limited(self._status_slots, write), "status")
 
     @staticmethod
     async def _limited(slots: asyncio.Semaphore, write: Coroutine[Any, Any, None]) -> None:
         async with slots:
             await write
-
-    def _status_done(self, key: str, task: asyncio.Task[None]) -> None:
-        self.status_writes.pop(key, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("status of gang %s failed", key, exc_info=task.exception())
 
     def _status_change(
         self, gang: Gang, desired: Mapping[str, Any]

@@ -549,6 +549,8 @@ class Scheduler:
                     if exc.status == 429:
                         with contextlib.suppress(ApiError):
                             await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+                    elif exc.status != 404:
+                        log.warning("rolling back %s: %s", pod.key, exc)
                 continue
             try:
                 body = await self.api.read_pod(pod.namespace, pod.name)

@@ -20,7 +20,7 @@ from kubernetes import client, config
 
 from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster.shapes import load_shape
-from tests.integration.operator_fixture import OperatorProcess, apply_crds
+from tests.integration.operator_fixture import OperatorProcess, apply_crds, exists
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -111,13 +111,7 @@ def namespace(cluster: Cluster) -> Iterator[str]:
 
 
 def _default_sa_exists(cluster: Cluster, ns: str) -> bool:
-    try:
-        cluster.core.read_namespaced_service_account("default", ns)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
+    return exists(lambda: cluster.core.read_namespaced_service_account("default", ns))
 
 
 @pytest.fixture(scope="session")

@@ -99,7 +99,7 @@ def _make_chart_kubeconfig(admin_kubeconfig: Path) -> Path:
             )
     core = client.CoreV1Api(admin)
     wait_for(
-        lambda: _exists(
+        lambda: exists(
             lambda: core.read_namespaced_service_account(CHART_SERVICE_ACCOUNT, CHART_NAMESPACE)
         ),
         timeout=30,
@@ -127,7 +127,8 @@ def _make_chart_kubeconfig(admin_kubeconfig: Path) -> Path:
     return path
 
 
-def _exists(read: Any) -> bool:
+def exists(read: Any) -> bool:
+    """Whether `read()` finds its object (False on 404; any other error is raised)."""
     from kubernetes import client
 
     try:

@@ -32,6 +32,7 @@ from tests.integration.operator_fixture import (
     OperatorProcess,
     chart_kubeconfig,
     chart_manifests,
+    exists,
 )
 from tests.integration.test_operator_gangs import submit_gang, wait_bound_whole
 from tests.integration.waiting import wait_for
@@ -133,16 +134,6 @@ def test_helm_refuses_two_replicas_without_leader_election() -> None:
     assert not of_kind(objs, "Role"), "no Lease Role without leader election"
 
 
-def _exists(read: Any) -> bool:
-    try:
-        read()
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
-
-
 @pytest.fixture
 def release(cluster: Cluster) -> Iterator[tuple[str, str]]:
     cluster.require_disposable()
@@ -155,7 +146,7 @@ def release(cluster: Cluster) -> Iterator[tuple[str, str]]:
         except DevClusterError as exc:
             if "not found" not in str(exc):
                 raise
-        if _exists(lambda: cluster.core.read_namespace(namespace)):
+        if exists(lambda: cluster.core.read_namespace(namespace)):
             cluster.core.delete_namespace(namespace, propagation_policy="Background")
 
 
@@ -192,7 +183,7 @@ def test_helm_install_is_accepted_and_uninstall_leaves_only_the_crds(
             "phalanx.dev", "v1alpha1", "queues", queue
         ),
     }
-    missing = [kind for kind, read in reads.items() if not _exists(read)]
+    missing = [kind for kind, read in reads.items() if not exists(read)]
     assert not missing, f"helm install did not create {missing}"
     deploy = apps.read_namespaced_deployment(name, ns)
     assert deploy.spec.replicas == 2
@@ -201,11 +192,11 @@ def test_helm_install_is_accepted_and_uninstall_leaves_only_the_crds(
 
     helm("uninstall", name, "--namespace", ns, "--wait", kubeconfig=cluster.kubeconfig)
     wait_for(
-        lambda: not [kind for kind, read in reads.items() if _exists(read)],
+        lambda: not [kind for kind, read in reads.items() if exists(read)],
         timeout=60,
         what="helm uninstall to remove every object of the release",
     )
-    kept = [c for c in crds if _exists(lambda c=c: ext.read_custom_resource_definition(c))]
+    kept = [c for c in crds if exists(lambda c=c: ext.read_custom_resource_definition(c))]
     assert kept == list(crds), "helm uninstall must leave the CRDs"
 
 

@@ -185,7 +185,8 @@ class Scheduler:
         task.add_done_callback(self._background.discard)
 
     async def settle(self) -> None:
-        """Wait for every bind task and status write in flight (tests, and a clean shutdown)."""
+        """Wait for every bind task and status write in flight (the loop itself never waits:
+        tests use this to observe a cycle's writes)."""
         while self.inflight or self.status_writes:
             pending = [*self.inflight.values(), *self.status_writes.values()]
             await asyncio.gather(*pending, return_exceptions=True)

@@ -47,7 +47,7 @@ def test_queue_json_has_exactly_the_contract_keys_and_the_status_figures() -> No
         "position": 1,
         "eta": "2026-11-30T05:09:00Z",
     }
-    assert rows["ml", "short"] | {} == {
+    assert rows["ml", "short"] == {
         "namespace": "ml",
         "name": "short",
         "queue": "lender",

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-sim
+.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-sim
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,8 @@ demo: control-plane
 	$(BIN)/python -m phalanx.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests bench
-	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/ruff check operator tests bench tools
+	$(BIN)/ruff format --check operator tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	shellcheck deploy/kind/*.sh .ci/run
@@ -34,11 +34,20 @@ lint: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
+## The core compiled with mypyc into ~/.cache/phalanx/core-mypyc/<source hash> (~1 min; reused
+## until a core module changes). Prints the build directory.
+core-compiled: $(STAMP)
+	$(BIN)/python tools/build_core.py
+
+## The core's unit tests again, against the compiled core (what the image ships).
+test-core-compiled: $(STAMP)
+	$(BIN)/python tools/build_core.py --exec $(BIN)/pytest -q tests/unit/core
+
 test-integration: control-plane
 	$(BIN)/pytest tests/integration -m integration
 
 ## All the tests: lint, unit tier, integration tier on the real local control plane.
-test: lint test-unit test-integration
+test: lint test-unit test-core-compiled test-integration
 
 ## Copy crds/ into charts/phalanx/crds/ and render deploy/manifests/ from the chart (helm template).
 sync-chart: control-plane

@@ -41,6 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "operator"))
 sys.path.insert(0, str(ROOT / "tests" / "unit" / "core"))
+# Under `tools/build_core.py --exec` the compiled core's build comes first (see main()).
+if os.environ.get("PHALANX_CORE_BUILD"):
+    sys.path.insert(0, os.environ["PHALANX_CORE_BUILD"])
 
 from core_oracle import oracle_figure  # noqa: E402
 

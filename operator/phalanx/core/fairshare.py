@@ -79,7 +79,7 @@ def water_fill(capacity: int, queues: list[ShareInput]) -> ShareOutput:
     give: dict[str, float] = {
         q.name: min(max(0, q.guarantee) * scale, caps[q.name]) for q in queues
     }
-    spare = capacity - sum(give.values())
+    spare = capacity - sum(give.values(), 0.0)
     active = sorted(q.name for q in queues if give[q.name] < caps[q.name] and q.weight > 0)
     weights = {q.name: q.weight for q in queues}
     while spare > 1e-9 and active:
@@ -98,7 +98,7 @@ def water_fill(capacity: int, queues: list[ShareInput]) -> ShareOutput:
             give[n] = float(caps[n])
         active = [n for n in active if n not in capped]
     floors = {n: math.floor(v + 1e-9) for n, v in give.items()}
-    left = min(capacity, round(sum(give.values()))) - sum(floors.values())
+    left = min(capacity, round(sum(give.values(), 0.0))) - sum(floors.values())
     order = sorted(give, key=lambda n: (-(give[n] - floors[n]), n))
     for n in order:
         if left <= 0:

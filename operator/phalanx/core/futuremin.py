@@ -46,7 +46,7 @@ def future_minima(state: ClusterState, n: int) -> list[int]:
     for j in range(count, -1, -1):
         v = at[j]
         if v is not None and v < run:
-            run = v
+            run = float(v)
         out[j] = int(run)
     return out
 

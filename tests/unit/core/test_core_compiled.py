@@ -1,0 +1,43 @@
+"""The core's unit tests also run against the mypyc-compiled core (`make test-core-compiled`).
+
+`tools/build_core.py --exec` sets PHALANX_CORE_BUILD; then every module of `phalanx.core` must
+be the compiled one from that build, so the compiled run can never silently test pure Python.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+from pathlib import Path
+
+import pytest
+
+import phalanx.core
+
+BUILD = os.environ.get("PHALANX_CORE_BUILD")
+SOURCES = Path(__file__).resolve().parents[3] / "operator" / "phalanx" / "core"
+
+
+@pytest.mark.skipif(not BUILD, reason="pure run (PHALANX_CORE_BUILD is not set)")
+def test_every_core_module_is_the_compiled_one() -> None:
+    assert BUILD is not None
+    build = Path(BUILD).resolve()
+    names = sorted(p.stem for p in SOURCES.glob("*.py"))
+    assert "cycle" in names
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for name in names:
+        module = (
+            phalanx.core if name == "__init__" else importlib.import_module(f"phalanx.core.{name}")
+        )
+        path = Path(module.__file__ or "")
+        assert path.name.endswith(suffixes), f"{module.__name__} is not compiled: {path}"
+        assert path.resolve().is_relative_to(build), f"{module.__name__} is from {path}"
+
+
+def test_pure_run_imports_the_sources() -> None:
+    if BUILD:
+        pytest.skip("compiled run")
+    import phalanx.core.cycle
+
+    assert Path(phalanx.core.cycle.__file__ or "").suffix == ".py"

@@ -29,13 +29,19 @@ from phalanx.core.work import GangWork
 MAX_ATTEMPTS = 24
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Plan:
     """Where and when a gang can start, and how many running gangs must end first."""
 
     start: float
     outcome: Outcome
     ending: int
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(self, start: float, outcome: Outcome, ending: int) -> None:
+        self.start = start
+        self.outcome = outcome
+        self.ending = ending
 
 
 def earliest_start(

@@ -26,7 +26,7 @@ from phalanx.core.topology import Topology
 INFINITY = math.inf
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Hold:
     """Capacity promised on one node to a reservation over [start, end)."""
 
@@ -35,8 +35,15 @@ class Hold:
     vec: list[int]
     gang: str
 
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(self, start: float, end: float, vec: list[int], gang: str) -> None:
+        self.start = start
+        self.end = end
+        self.vec = vec
+        self.gang = gang
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Release:
     """Capacity a gang gives back on one node at `time` (the end of its time limit)."""
 
@@ -44,6 +51,13 @@ class Release:
     node: int
     vec: list[int]
     gang: str
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(self, time: float, node: int, vec: list[int], gang: str) -> None:
+        self.time = time
+        self.node = node
+        self.vec = vec
+        self.gang = gang
 
 
 class ClusterState:

@@ -18,7 +18,7 @@ start now, or "free at time t" when backfill plans a reservation.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Protocol
 
@@ -35,7 +35,7 @@ class Feasible:
     node_count: int
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Shape:
     """Identical members of a gang: same request, same constraints. `pods` in placement order."""
 
@@ -44,10 +44,27 @@ class Shape:
     vec: list[int]
     gpu: int
     feasible: Feasible
-    pods: list[str] = field(default_factory=list)
+    pods: list[str]
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(
+        self,
+        id: int,
+        req: SparseRequest,
+        vec: list[int],
+        gpu: int,
+        feasible: Feasible,
+        pods: list[str] | None = None,
+    ) -> None:
+        self.id = id
+        self.req = req
+        self.vec = vec
+        self.gpu = gpu
+        self.feasible = feasible
+        self.pods = [] if pods is None else pods
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Outcome:
     """A placement (pod → node index) or the numbers explaining why there is none.
 
@@ -56,10 +73,25 @@ class Outcome:
     """
 
     assignment: list[tuple[str, int]] | None
-    leaves: list[int] = field(default_factory=list)
-    fit_pods: int = 0
-    best_domain: str | None = None
-    best_domain_gpus: int | None = None
+    leaves: list[int]
+    fit_pods: int
+    best_domain: str | None
+    best_domain_gpus: int | None
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(
+        self,
+        assignment: list[tuple[str, int]] | None,
+        leaves: list[int] | None = None,
+        fit_pods: int = 0,
+        best_domain: str | None = None,
+        best_domain_gpus: int | None = None,
+    ) -> None:
+        self.assignment = assignment
+        self.leaves = [] if leaves is None else leaves
+        self.fit_pods = fit_pods
+        self.best_domain = best_domain
+        self.best_domain_gpus = best_domain_gpus
 
 
 class CapacityView(Protocol):

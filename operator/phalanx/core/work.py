@@ -13,14 +13,27 @@ from phalanx.core.model import Member, PendingGang, Queue, RunningGang
 from phalanx.core.placement import Shape
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RunState:
     """A running gang: per-node capacity it holds (by node index) and its fair-share amount."""
 
     gang: RunningGang
     nodes: list[tuple[int, list[int]]]
     fair: int
-    evicted: bool = False
+    evicted: bool
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(
+        self,
+        gang: RunningGang,
+        nodes: list[tuple[int, list[int]]],
+        fair: int,
+        evicted: bool = False,
+    ) -> None:
+        self.gang = gang
+        self.nodes = nodes
+        self.fair = fair
+        self.evicted = evicted
 
     @property
     def end(self) -> float:
@@ -51,7 +64,7 @@ class QueueState:
         return self.alloc_fair > self.deserved
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class GangWork:
     """A valid pending gang: its grouped members and everything ordering and placement need."""
 
@@ -66,4 +79,33 @@ class GangWork:
     required_level: int | None
     preferred_level: int | None
     waiting_for_pods: bool
-    position: int = 0
+    position: int
+
+    # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
+    def __init__(
+        self,
+        gang: PendingGang,
+        queue: QueueState,
+        shapes: list[Shape],
+        extras: list[tuple[Member, Shape]],
+        gpus: int,
+        fair: int,
+        total: list[int],
+        duration: float,
+        required_level: int | None,
+        preferred_level: int | None,
+        waiting_for_pods: bool,
+        position: int = 0,
+    ) -> None:
+        self.gang = gang
+        self.queue = queue
+        self.shapes = shapes
+        self.extras = extras
+        self.gpus = gpus
+        self.fair = fair
+        self.total = total
+        self.duration = duration
+        self.required_level = required_level
+        self.preferred_level = preferred_level
+        self.waiting_for_pods = waiting_for_pods
+        self.position = position

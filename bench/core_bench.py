@@ -1,7 +1,11 @@
-"""Benchmark of the pure scheduling core (issue 3): full-cycle time and placement quality.
+"""Benchmark of the scheduling core (issue 3): full-cycle time and placement quality.
 
-Run with `make bench-core` (or `.venv/bin/python bench/core_bench.py [--quick]`). Writes
-`bench/results/core.json`. Figures:
+Run with `make bench-core` (or `.venv/bin/python bench/core_bench.py [--quick] [--pure-only]`).
+Writes `bench/results/core.json`. The snapshots are built once; then one process measures the
+mypyc-compiled core (built or reused by tools/build_core.py — what the image ships, so its
+figures are the headline keys) and another the pure-Python core on the very same snapshots (the
+same keys with a `_pure` suffix); `pure_over_compiled_cpu` is the ratio of their CPU times.
+Figures:
 
 * `cycle_ms_1024n` — one full `schedule()` on the `large` shape (4 spines × 8 leaves × 32 nodes ×
   8 GPUs) about 70% occupied, 500 running gangs, 1,000 pending gangs (median of RUNS runs), in
@@ -27,13 +31,18 @@ fill about half of the cluster with that mix, so the rest of the 70% is pods of 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import math
 import os
+import pickle
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -333,7 +342,8 @@ def time_cycle(
 CPU_MS: list[float] = []
 
 
-def time_place_64(runs: int) -> tuple[float, float, int]:
+def place_64_snapshot() -> Snapshot:
+    """`large` at 50% occupancy with one 64-pod gang of 8-GPU pods pending."""
     snap = build_snapshot(4, 8, 32, 250, 0, 0.5, seed=64, steady=False)
     gang = PendingGang(
         "team/big",
@@ -342,7 +352,10 @@ def time_place_64(runs: int) -> tuple[float, float, int]:
         queue="research",
         topology_preferred="leaf",
     )
-    snap = Snapshot(snap.nodes, snap.queues, snap.running, (gang,))
+    return Snapshot(snap.nodes, snap.queues, snap.running, (gang,))
+
+
+def time_place_64(snap: Snapshot, runs: int) -> tuple[float, float, int]:
     place_ms = []
     cycle_ms = []
     leaves = 0
@@ -363,14 +376,36 @@ def time_place_64(runs: int) -> tuple[float, float, int]:
     return statistics.median(place_ms), statistics.median(cycle_ms), leaves
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer runs, no growth table")
-    args = ap.parse_args()
-    runs = 2 if args.quick else 5
-    out: dict[str, object] = {}
+#: The measured snapshots: name → build_snapshot arguments (spines, leaves, nodes per leaf,
+#: running, pending, occupancy, seed, steady). `place64` is `place_64_snapshot()`.
+SNAPSHOTS: dict[str, tuple[int, int, int, int, int, float, int, bool]] = {
+    "large": (4, 8, 32, 500, 1000, 0.70, 1, True),
+    "unbalanced": (4, 8, 32, 500, 1000, 0.70, 1, False),
+    "xlarge": (8, 16, 32, 2000, 5000, 0.70, 2, True),
+}
+GROWTH_NODES = {"256": (1, 8), "1024": (4, 8), "4096": (8, 16)}
+GROWTH_PENDING = (250, 1000, 4000)
 
-    large = build_snapshot(4, 8, 32, 500, 1000, 0.70, seed=1)
+
+def build_all(quick: bool) -> dict[str, Snapshot]:
+    snaps = {
+        name: build_snapshot(*args[:6], seed=args[6], steady=args[7])
+        for name, args in SNAPSHOTS.items()
+    }
+    snaps["place64"] = place_64_snapshot()
+    if not quick:
+        for label, (spines, leaves_per) in GROWTH_NODES.items():
+            running = 500 * spines // 4 or 125
+            snaps[f"nodes_{label}"] = build_snapshot(spines, leaves_per, 32, running, 1000, 0.7, 3)
+        for pending in GROWTH_PENDING:
+            snaps[f"pending_{pending}"] = build_snapshot(4, 8, 32, 500, pending, 0.7, 4)
+    return snaps
+
+
+def measure(snaps: dict[str, Snapshot], runs: int, quick: bool) -> dict[str, object]:
+    """Every figure of one core (the one imported), on the given snapshots."""
+    out: dict[str, object] = {}
+    large = snaps["large"]
     out["cycle_ms_1024n"], out["cycle_ms_1024n_runs"], out["cycle_1024n_result"] = time_cycle(
         large, runs
     )
@@ -381,8 +416,7 @@ def main() -> None:
         flush=True,
     )
     # The first benchmark's scenario (running gangs in random queues: a burst of reclaim).
-    unbalanced = build_snapshot(4, 8, 32, 500, 1000, 0.70, seed=1, steady=False)
-    ms, ms_runs, summary = time_cycle(unbalanced, runs)
+    ms, ms_runs, summary = time_cycle(snaps["unbalanced"], runs)
     out["cycle_ms_1024n_unbalanced"] = round(ms, 1)
     out["cycle_ms_1024n_unbalanced_runs"] = ms_runs
     out["cycle_1024n_unbalanced_result"] = summary
@@ -400,10 +434,9 @@ def main() -> None:
     out["cycle_ms_1024n_breakdown"] = breakdown
     print(f"large breakdown: {breakdown}", flush=True)
 
-    xlarge = build_snapshot(8, 16, 32, 2000, 5000, 0.70, seed=2)
     xruns = max(1, runs - 2)
     out["cycle_ms_4096n"], out["cycle_ms_4096n_runs"], out["cycle_4096n_result"] = time_cycle(
-        xlarge, xruns
+        snaps["xlarge"], xruns
     )
     out["cycle_cpu_ms_4096n"] = round(CPU_MS[-1], 1)
     print(
@@ -412,7 +445,7 @@ def main() -> None:
         flush=True,
     )
 
-    place_ms, one_cycle_ms, leaves = time_place_64(runs)
+    place_ms, one_cycle_ms, leaves = time_place_64(snaps["place64"], runs)
     out["place_64pod_gang_ms"] = round(place_ms, 2)
     out["cycle_ms_one_64pod_gang"] = round(one_cycle_ms, 1)
     out["place_64pod_gang_leaves"] = leaves
@@ -424,24 +457,146 @@ def main() -> None:
     out["oracle_worst_excess_leaves"] = fig.worst_excess
     print(f"oracle: {fig.pct:.2f}% at minimum leaves, worst +{fig.worst_excess}", flush=True)
 
-    if not args.quick:
+    if not quick:
         growth: dict[str, dict[str, float]] = {"by_nodes_1000_pending": {}, "by_pending_1024n": {}}
-        for spines, leaves_per, label in ((1, 8, "256"), (4, 8, "1024"), (8, 16, "4096")):
-            snap = build_snapshot(spines, leaves_per, 32, 500 * spines // 4 or 125, 1000, 0.7, 3)
-            time_cycle(snap, 1)
+        for label in GROWTH_NODES:
+            time_cycle(snaps[f"nodes_{label}"], 1)
             growth["by_nodes_1000_pending"][label] = round(CPU_MS[-1], 1)
-        for pending in (250, 1000, 4000):
-            snap = build_snapshot(4, 8, 32, 500, pending, 0.7, 4)
-            time_cycle(snap, 1)
+        for pending in GROWTH_PENDING:
+            time_cycle(snaps[f"pending_{pending}"], 1)
             growth["by_pending_1024n"][str(pending)] = round(CPU_MS[-1], 1)
         out["growth_cpu_ms"] = growth
         print(f"growth: {growth}", flush=True)
 
     for key in ("cycle_ms_1024n", "cycle_ms_4096n"):
         out[key] = round(float(out[key]), 1)  # type: ignore[arg-type]
-    out["targets_ms"] = {"cycle_ms_1024n": 100, "cycle_ms_4096n": 1000, "place_64pod_gang_ms": 5}
     out["runs"] = runs
     out["runs_4096n"] = xruns
+    return out
+
+
+# --- Snapshots as plain data: compiled frozen dataclasses do not unpickle, so the snapshots
+# cross to the measuring processes as dicts of their fields (and back through the constructors).
+
+_CLASS = "__dataclass__"
+
+
+def to_plain(x: object) -> object:
+    """`x` with every dataclass replaced by a dict of its fields and its class."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        out: dict[str, object] = {_CLASS: f"{type(x).__module__}:{type(x).__qualname__}"}
+        for f in dataclasses.fields(x):
+            out[f.name] = to_plain(getattr(x, f.name))
+        return out
+    if isinstance(x, dict):
+        assert _CLASS not in x
+        return {k: to_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple | list):
+        return type(x)(to_plain(v) for v in x)
+    assert x is None or type(x) in (str, int, float, bool), type(x)
+    return x
+
+
+def from_plain(x: object) -> object:
+    """The inverse of `to_plain`, with the classes of the core that is imported."""
+    if isinstance(x, dict):
+        if _CLASS in x:
+            module, _, qualname = x[_CLASS].partition(":")
+            cls = getattr(importlib.import_module(module), qualname)
+            return cls(**{k: from_plain(v) for k, v in x.items() if k != _CLASS})
+        return {k: from_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple | list):
+        return type(x)(from_plain(v) for v in x)
+    return x
+
+
+def _child(args: argparse.Namespace) -> None:
+    """One core's figures (`--variant`), on the parent's snapshots, into `--out`."""
+    import phalanx.core.cycle
+
+    where = phalanx.core.cycle.__file__ or ""
+    compiled = not where.endswith(".py")
+    assert compiled == (args.variant == "compiled"), f"{args.variant} run imported {where}"
+    plain = pickle.loads(args.snapshots.read_bytes())
+    snaps = {name: from_plain(v) for name, v in plain.items()}
+    out = measure(snaps, args.runs, args.quick)  # type: ignore[arg-type]
+    out["core_module"] = where
+    args.out.write_text(json.dumps(out))
+
+
+def _run_variant(
+    variant: str, snap_file: Path, runs: int, quick: bool, env: dict[str, str]
+) -> dict[str, object]:
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [sys.executable, __file__, "--variant", variant, "--runs", str(runs)]
+        cmd += ["--snapshots", str(snap_file), "--out", f.name] + (["--quick"] if quick else [])
+        print(f"--- {variant} core", flush=True)
+        subprocess.run(cmd, env=env, check=True)
+        out: dict[str, object] = json.loads(Path(f.name).read_text())
+        return out
+
+
+#: Figures that do not depend on the build (asserted equal, published once).
+SAME = (
+    "cycle_1024n_result",
+    "cycle_1024n_unbalanced_result",
+    "cycle_4096n_result",
+    "place_64pod_gang_leaves",
+    "oracle_min_leaves_pct",
+    "oracle_instances_feasible",
+    "oracle_worst_excess_leaves",
+    "runs",
+    "runs_4096n",
+)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer runs, no growth table")
+    ap.add_argument("--pure-only", action="store_true", help="no compiled core (no C compiler)")
+    ap.add_argument("--variant", choices=("pure", "compiled"), help=argparse.SUPPRESS)
+    ap.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.variant:
+        _child(args)
+        return
+    runs = 2 if args.quick else 5
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_core
+
+    build = None if args.pure_only else build_core.ensure_built()
+    print("building the snapshots …", flush=True)
+    snaps = build_all(args.quick)
+    pure_env = {k: v for k, v in os.environ.items() if k != "PHALANX_CORE_BUILD"}
+    with tempfile.TemporaryDirectory() as tmp:
+        snap_file = Path(tmp) / "snapshots.pickle"
+        snap_file.write_bytes(pickle.dumps({k: to_plain(v) for k, v in snaps.items()}))
+        pure = _run_variant("pure", snap_file, runs, args.quick, pure_env)
+        compiled = None
+        if build is not None:
+            env = {**pure_env, "PHALANX_CORE_BUILD": str(build)}
+            env["PYTHONPATH"] = build_core.pythonpath(build)
+            compiled = _run_variant("compiled", snap_file, runs, args.quick, env)
+
+    if compiled is None:
+        out = {**pure, "core": "pure Python (--pure-only)"}
+    else:
+        for key in SAME:
+            assert pure[key] == compiled[key], (key, pure[key], compiled[key])
+        out = {**compiled}
+        out.update({f"{k}_pure": v for k, v in pure.items() if k not in SAME})
+        out["core"] = (
+            f"compiled with mypyc {build_core.mypy_version()} (what the image ships); "
+            "*_pure: the same snapshots on the pure-Python core, same run"
+        )
+        out["pure_over_compiled_cpu"] = {
+            key: round(float(pure[key]) / float(compiled[key]), 2)  # type: ignore[arg-type]
+            for key in ("cycle_cpu_ms_1024n", "cycle_cpu_ms_1024n_unbalanced", "cycle_cpu_ms_4096n")
+        }
+        print(f"pure / compiled (CPU): {out['pure_over_compiled_cpu']}", flush=True)
+    out["targets_ms"] = {"cycle_ms_1024n": 100, "cycle_ms_4096n": 1000, "place_64pod_gang_ms": 5}
     out["machine"] = (
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs ({platform.processor() or 'unknown cpu'}); single-threaded"

@@ -9,18 +9,16 @@ position and queue figure). Usage:
     .venv/bin/python bench/core_equivalence.py check /tmp/core_golden [--fast]
     .venv/bin/python tools/build_core.py --exec .venv/bin/python bench/core_equivalence.py check …
 
-The last line checks the mypyc-compiled core. Snapshots are pickled as plain data (each dataclass
-as a dict of its fields and its class name) and rebuilt by calling the constructors: compiled
-frozen dataclasses do not unpickle (their `__setstate__` falls back to the frozen `__setattr__`),
-and a plain pickle reads the same under both builds.
+The last line checks the mypyc-compiled core. Snapshots are pickled as plain data
+(`core_bench.to_plain`: each dataclass as a dict of its fields and its class name) and rebuilt by
+calling the constructors: compiled frozen dataclasses do not unpickle, and a plain pickle reads
+the same under both builds.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
-import importlib
 import pickle
 import sys
 import time
@@ -61,45 +59,13 @@ def canonical(result: object) -> str:
     return repr(result)
 
 
-_CLASS = "__dataclass__"
-
-
-def to_plain(x: object) -> object:
-    """`x` with every dataclass replaced by a dict of its fields and its class (see above)."""
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        out: dict[str, object] = {_CLASS: f"{type(x).__module__}:{type(x).__qualname__}"}
-        for f in dataclasses.fields(x):
-            out[f.name] = to_plain(getattr(x, f.name))
-        return out
-    if isinstance(x, dict):
-        assert _CLASS not in x
-        return {k: to_plain(v) for k, v in x.items()}
-    if isinstance(x, tuple | list):
-        return type(x)(to_plain(v) for v in x)
-    assert x is None or type(x) in (str, int, float, bool), type(x)
-    return x
-
-
-def from_plain(x: object) -> object:
-    """The inverse of `to_plain`, with the classes of the core that is imported."""
-    if isinstance(x, dict):
-        if _CLASS in x:
-            module, _, qualname = x[_CLASS].partition(":")
-            cls = getattr(importlib.import_module(module), qualname)
-            return cls(**{k: from_plain(v) for k, v in x.items() if k != _CLASS})
-        return {k: from_plain(v) for k, v in x.items()}
-    if isinstance(x, tuple | list):
-        return type(x)(from_plain(v) for v in x)
-    return x
-
-
 def snapshot(folder: Path, name: str, args: tuple[object, ...]) -> Snapshot:
     path = folder / f"{name}.snap.plain.pickle"
     old = folder / f"{name}.snap.pickle"  # golden folders recorded before the plain format
     if not path.exists() and old.exists():
-        path.write_bytes(pickle.dumps(to_plain(pickle.loads(old.read_bytes()))))
+        path.write_bytes(pickle.dumps(cb.to_plain(pickle.loads(old.read_bytes()))))
     if path.exists():
-        snap = from_plain(pickle.loads(path.read_bytes()))
+        snap = cb.from_plain(pickle.loads(path.read_bytes()))
         assert isinstance(snap, Snapshot)
         return snap
     spines, leaves, per_leaf, running, pending, occ, seed, steady = args
@@ -113,7 +79,7 @@ def snapshot(folder: Path, name: str, args: tuple[object, ...]) -> Snapshot:
         seed=seed,
         steady=steady,  # type: ignore[arg-type]
     )
-    path.write_bytes(pickle.dumps(to_plain(snap)))
+    path.write_bytes(pickle.dumps(cb.to_plain(snap)))
     return snap
 
 

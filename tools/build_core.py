@@ -231,7 +231,7 @@ def _verify(build: Path) -> None:
         "        if not n.startswith('__init__')]\n"
         "assert all(m.__file__.endswith('.so') for m in [c, *mods]), 'not compiled'\n"
     )
-    env = {**os.environ, "PYTHONPATH": _pythonpath(build)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(build)}
     done = subprocess.run([sys.executable, "-c", check], env=env, cwd=ROOT, check=False)
     if done.returncode != 0:
         shutil.rmtree(build, ignore_errors=True)
@@ -249,7 +249,7 @@ def _prune(root: Path, keep: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _pythonpath(build: Path) -> str:
+def pythonpath(build: Path) -> str:
     """The build first, then the sources (so that `phalanx` outside the core resolves)."""
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return os.pathsep.join([str(build), *rest, str(ROOT / "operator")])
@@ -264,7 +264,7 @@ def main() -> None:
     if not args.exec:
         print(build)
         return
-    env = {**os.environ, "PYTHONPATH": _pythonpath(build), "PHALANX_CORE_BUILD": str(build)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(build), "PHALANX_CORE_BUILD": str(build)}
     os.execvpe(args.exec[0], args.exec, env)
 
 

@@ -5,12 +5,17 @@
 ARG PYTHON_IMAGE=python:3.11-slim
 
 # 1. Wheels of phalanx and of every dependency (no compiler or network needed afterwards).
+#    phalanx's wheel carries the scheduling core compiled by mypyc (PHALANX_MYPYC=1, setup.py):
+#    about twice as fast a cycle as pure Python; gcc is needed here only, not at run time.
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
+COPY tools/build_backend.py tools/
 COPY operator/ operator/
-RUN pip wheel --wheel-dir /wheels .
+RUN PHALANX_MYPYC=1 pip wheel --wheel-dir /wheels .
 
 # 2. The runtime: the installed wheels only.
 FROM ${PYTHON_IMAGE}
@@ -22,7 +27,8 @@ LABEL org.opencontainers.image.title="phalanx" \
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 HOME=/tmp
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-index --find-links /wheels phalanx
+    pip install --no-index --find-links /wheels phalanx \
+    && python -c "import phalanx.core.cycle as c; assert c.__file__.endswith('.so'), c.__file__"
 USER 10001:10001
 # Metrics (/metrics) and health (/healthz).
 EXPOSE 8080 8081

@@ -25,8 +25,8 @@ demo: control-plane
 	$(BIN)/python -m phalanx.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests bench tools
-	$(BIN)/ruff format --check operator tests bench tools
+	$(BIN)/ruff check operator tests bench tools setup.py
+	$(BIN)/ruff format --check operator tests bench tools setup.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	shellcheck deploy/kind/*.sh .ci/run
@@ -39,9 +39,11 @@ test-unit: $(STAMP)
 core-compiled: $(STAMP)
 	$(BIN)/python tools/build_core.py
 
-## The core's unit tests again, against the compiled core (what the image ships).
+## The unit tests of the core and of what drives it (simulator, adapter, views) again, against the
+## compiled core (what the image ships): mypyc checks annotations at run time.
 test-core-compiled: $(STAMP)
-	$(BIN)/python tools/build_core.py --exec $(BIN)/pytest -q tests/unit/core
+	$(BIN)/python tools/build_core.py --exec \
+		$(BIN)/pytest -q tests/unit/core tests/unit/sim tests/unit/k8s tests/unit/views
 
 test-integration: control-plane
 	$(BIN)/pytest tests/integration -m integration

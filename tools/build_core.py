@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "operator" / "phalanx" / "core"
 #: Bump when the layout or the generated files change (part of the cache key).
-FORMAT = "1"
+FORMAT = "2"
 GROUP = "phalanx_core"
 KEEP = 4  # builds kept in the cache (least recently used are removed)
 
@@ -49,7 +49,9 @@ from setuptools import setup
 from mypyc.build import mypycify
 setup(
     name="phalanx-core-mypyc",
-    ext_modules=mypycify(sorted(glob.glob("phalanx/core/*.py")), group_name={GROUP!r}),
+    ext_modules=mypycify(
+        ["--config-file=", *sorted(glob.glob("phalanx/core/*.py"))], group_name={GROUP!r}
+    ),
 )
 """
 

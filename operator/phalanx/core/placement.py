@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Protocol
 
 from phalanx.core.resources import SparseRequest, count_fit
 from phalanx.core.topology import Topology
@@ -94,31 +93,37 @@ class Outcome:
         self.best_domain_gpus = best_domain_gpus
 
 
-class CapacityView(Protocol):
-    """Capacity the placement may use (two implementations: start now, and plan at time t)."""
+class CapacityView:
+    """Capacity the placement may use: start now (`views.NowView`, and `TrialView` with victims
+    gone) and plan at time t (`views.PlanView`).
 
+    A base class rather than a Protocol: compiled by mypyc, calls through it then dispatch
+    natively instead of through Python attribute lookups (bench/CORE.md, round 5).
+    """
+
+    __slots__ = ("topo",)
     topo: Topology
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         """Upper bound of the GPUs usable in the leaf (cheap, from aggregates)."""
-        ...
+        raise NotImplementedError
 
     def node_capacity(self, n: int) -> list[int]:
         """Capacity vector of node n (a fresh list the caller may change)."""
-        ...
+        raise NotImplementedError
 
     def leaf_counts(self, shape: Shape, leaf: int) -> tuple[int, list[tuple[int, int]]]:
         """How many `shape` pods fit in the leaf, and per node (node, count>0) in node order."""
-        ...
+        raise NotImplementedError
 
     def node_count(self, shape: Shape, n: int) -> int:
         """How many `shape` pods fit on node n (implementations cache it per node state)."""
-        ...
+        raise NotImplementedError
 
     def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
         """(leaf, pods > 0) over the shape's feasible leaves in leaf order, skipping leaves with
         fewer free GPUs than one pod — from an index, or None to visit every leaf."""
-        ...
+        raise NotImplementedError
 
 
 def compute_leaf_counts(

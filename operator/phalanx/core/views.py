@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState, Hold
-from phalanx.core.placement import Shape
+from phalanx.core.placement import CapacityView, Shape
 from phalanx.core.resources import count_fit
 from phalanx.core.shapecaps import LeafCaps, ShapeCaps, ShapeCapsCache
-from phalanx.core.topology import Topology
 
 #: (shape id, leaf, hold class) → (leaf version, pods, [(node, pods > 0)], node stamps, pods
 #: per node); the same under (shape id, leaf, -1, window end) for the last answer of that end,
@@ -33,7 +31,7 @@ NodeCache = dict[tuple[int, int, int, int], int]
 
 
 def recount(
-    node_count: Callable[[Shape, int], int],
+    view: CapacityView,
     shape: Shape,
     nodes: list[int],
     stamps: list[int],
@@ -41,13 +39,13 @@ def recount(
     old_per: list[int] | None,
     held: list[list[Hold]] | None = None,
 ) -> list[int]:
-    """Pods of `shape` per node of `nodes`: re-counted where the node's stamp differs from
-    `old_stamps` — or, with `held` (the nodes' holds: the old answer was for another window
-    end), where the node has holds —, copied from `old_per` elsewhere; all counted without an
-    old answer. Returns `old_per` itself when every count came out the same (callers then
-    reuse the rest of the old answer)."""
+    """Pods of `shape` per node of `nodes` (`view.node_count`): re-counted where the node's stamp
+    differs from `old_stamps` — or, with `held` (the nodes' holds: the old answer was for another
+    window end), where the node has holds —, copied from `old_per` elsewhere; all counted
+    without an old answer. Returns `old_per` itself when every count came out the same (callers
+    then reuse the rest of the old answer)."""
     if old_stamps is None or old_per is None:
-        return [node_count(shape, n) for n in nodes]
+        return [view.node_count(shape, n) for n in nodes]
     if held is None:
         if stamps == old_stamps:
             return old_per
@@ -58,14 +56,14 @@ def recount(
             return old_per
     per = list(old_per)
     for j in todo:
-        per[j] = node_count(shape, nodes[j])
+        per[j] = view.node_count(shape, nodes[j])
     return old_per if per == old_per else per
 
 
-class NowView:
+class NowView(CapacityView):
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "state", "topo")
+    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "state")
 
     def __init__(
         self,
@@ -84,7 +82,7 @@ class NowView:
         #: leaf's cached answer: recomputing the leaf then re-evaluates only the changed node.
         self.node_cache: NodeCache = node_cache if node_cache is not None else {}
         self.ignore = ignore
-        self.topo: Topology = state.topo
+        self.topo = state.topo
         self.now = now
         self.end = end
         self._cache = cache
@@ -139,11 +137,11 @@ class NowView:
         anyend = (shape.id, leaf, -1)
         old = cache.get(last)
         if old is not None:
-            per = recount(self.node_count, shape, nodes, stamps, old[3], old[4])
+            per = recount(self, shape, nodes, stamps, old[3], old[4])
         else:
             old = cache.get(anyend)
             per = recount(
-                self.node_count,
+                self,
                 shape,
                 nodes,
                 stamps,
@@ -244,10 +242,10 @@ class SweepCaps(LeafCaps):
         return self.recount(todo, shape, view, view.leaf_gpu)
 
 
-class PlanView:
+class PlanView(CapacityView):
     """Capacity at future time `t` for a gang that would run until `end`."""
 
-    __slots__ = ("end", "leaf_gpu", "memo", "state", "t", "topo")
+    __slots__ = ("end", "leaf_gpu", "memo", "state", "t")
 
     def __init__(
         self,
@@ -259,7 +257,7 @@ class PlanView:
         memo: SweepMemo | None = None,
     ) -> None:
         self.state = state
-        self.topo: Topology = state.topo
+        self.topo = state.topo
         self.t = t
         self.end = end
         self.leaf_gpu = leaf_gpu
@@ -341,7 +339,7 @@ class PlanView:
             old = entries.get(last)
             same_class = old is not None and old[4] == version and old[5] == cls
             per = recount(
-                self.node_count,
+                self,
                 shape,
                 nodes,
                 stamps,

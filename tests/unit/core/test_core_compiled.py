@@ -9,6 +9,9 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,26 @@ def test_every_core_module_is_the_compiled_one() -> None:
         path = Path(module.__file__ or "")
         assert path.name.endswith(suffixes), f"{module.__name__} is not compiled: {path}"
         assert path.resolve().is_relative_to(build), f"{module.__name__} is from {path}"
+
+
+@pytest.mark.skipif(not BUILD, reason="pure run (PHALANX_CORE_BUILD is not set)")
+def test_a_stale_build_refuses_to_load(tmp_path: Path) -> None:
+    """Sources edited after the build: importing `phalanx` from the build fails loudly."""
+    src = tmp_path / "src" / "phalanx"
+    shutil.copytree(SOURCES.parent, src, ignore=shutil.ignore_patterns("__pycache__"))
+    with (src / "core" / "cycle.py").open("a") as f:
+        f.write("\n# edited after the build\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BUILD), str(src.parent)])}
+    done = subprocess.run(
+        [sys.executable, "-c", "import phalanx.core"],
+        env=env,
+        cwd=tmp_path,  # not the sources' parent: the working directory comes first
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "stale" in done.stderr
 
 
 def test_pure_run_imports_the_sources() -> None:

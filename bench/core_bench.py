@@ -1,10 +1,12 @@
 """Benchmark of the scheduling core (issue 3): full-cycle time and placement quality.
 
 Run with `make bench-core` (or `.venv/bin/python bench/core_bench.py [--quick] [--pure-only]`).
-Writes `bench/results/core.json`. The snapshots are built once; then one process measures the
+Writes `bench/results/core.json`. The snapshots are built once; then processes measure the
 mypyc-compiled core (built or reused by tools/build_core.py — what the image ships, so its
-figures are the headline keys) and another the pure-Python core on the very same snapshots (the
-same keys with a `_pure` suffix); `pure_over_compiled_cpu` is the ratio of their CPU times.
+figures are the headline keys) and the pure-Python core on the very same snapshots (the same keys
+with a `_pure` suffix), alternating, `--rounds` processes each (3; each figure is the median of
+the rounds' medians, `*_runs` hold every run); `pure_over_compiled_cpu` is the ratio of their CPU
+times.
 Figures:
 
 * `cycle_ms_1024n` — one full `schedule()` on the `large` shape (4 spines × 8 leaves × 32 nodes ×
@@ -335,11 +337,14 @@ def time_cycle(
             "evictions": len(result.evictions),
         }
     CPU_MS.append(statistics.median(cpu))
+    CPU_RUNS.append([round(c, 1) for c in cpu])
     return statistics.median(times), [round(t, 1) for t in times], summary
 
 
 #: CPU-time medians of the `time_cycle` calls, in call order (read right after each call).
 CPU_MS: list[float] = []
+#: The CPU time of every run of those calls.
+CPU_RUNS: list[list[float]] = []
 
 
 def place_64_snapshot() -> Snapshot:
@@ -410,6 +415,7 @@ def measure(snaps: dict[str, Snapshot], runs: int, quick: bool) -> dict[str, obj
         large, runs
     )
     out["cycle_cpu_ms_1024n"] = round(CPU_MS[-1], 1)
+    out["cycle_cpu_ms_1024n_runs"] = CPU_RUNS[-1]
     print(
         f"large (1024 nodes, 1000 pending): {out['cycle_ms_1024n']:.1f} ms "
         f"(CPU {out['cycle_cpu_ms_1024n']} ms)",
@@ -439,6 +445,7 @@ def measure(snaps: dict[str, Snapshot], runs: int, quick: bool) -> dict[str, obj
         snaps["xlarge"], xruns
     )
     out["cycle_cpu_ms_4096n"] = round(CPU_MS[-1], 1)
+    out["cycle_cpu_ms_4096n_runs"] = CPU_RUNS[-1]
     print(
         f"xlarge (4096 nodes, 5000 pending): {out['cycle_ms_4096n']:.1f} ms "
         f"(CPU {out['cycle_cpu_ms_4096n']} ms)",
@@ -524,6 +531,25 @@ def _child(args: argparse.Namespace) -> None:
     args.out.write_text(json.dumps(out))
 
 
+def merge_rounds(rounds: list[dict[str, object]]) -> dict[str, object]:
+    """One result from several rounds of a variant: the median of each figure over the rounds
+    (of their medians), every run of every round, and what must not vary asserted equal."""
+    out: dict[str, object] = {}
+    for key, first in rounds[0].items():
+        values = [r[key] for r in rounds]
+        if not isinstance(first, list | dict) and all(v == first for v in values):
+            out[key] = first
+        elif isinstance(first, bool) or not isinstance(first, int | float | list | dict):
+            raise AssertionError(f"{key} differs between rounds: {values}")
+        elif isinstance(first, int | float):
+            out[key] = round(statistics.median(values), 2)  # type: ignore[type-var]
+        elif isinstance(first, list):
+            out[key] = [x for v in values for x in v]  # type: ignore[attr-defined]
+        else:
+            out[key] = merge_rounds(values)  # type: ignore[arg-type]
+    return out
+
+
 def _run_variant(
     variant: str, snap_file: Path, runs: int, quick: bool, env: dict[str, str]
 ) -> dict[str, object]:
@@ -554,6 +580,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs, no growth table")
     ap.add_argument("--pure-only", action="store_true", help="no compiled core (no C compiler)")
+    ap.add_argument(
+        "--rounds", type=int, default=0, help="processes per core, alternating (default 3, quick 1)"
+    )
     ap.add_argument("--variant", choices=("pure", "compiled"), help=argparse.SUPPRESS)
     ap.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -573,12 +602,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         snap_file = Path(tmp) / "snapshots.pickle"
         snap_file.write_bytes(pickle.dumps({k: to_plain(v) for k, v in snaps.items()}))
-        pure = _run_variant("pure", snap_file, runs, args.quick, pure_env)
-        compiled = None
-        if build is not None:
-            env = {**pure_env, "PHALANX_CORE_BUILD": str(build)}
-            env["PYTHONPATH"] = build_core.pythonpath(build)
-            compiled = _run_variant("compiled", snap_file, runs, args.quick, env)
+        # Rounds alternate the two cores, so that load on the shared machine hits both alike.
+        rounds = args.rounds or (1 if args.quick else 3)
+        by_variant: dict[str, list[dict[str, object]]] = {"pure": [], "compiled": []}
+        env = {**pure_env, "PHALANX_CORE_BUILD": str(build)}
+        env["PYTHONPATH"] = build_core.pythonpath(build) if build is not None else ""
+        for _ in range(rounds):
+            by_variant["pure"].append(_run_variant("pure", snap_file, runs, args.quick, pure_env))
+            if build is not None:
+                by_variant["compiled"].append(
+                    _run_variant("compiled", snap_file, runs, args.quick, env)
+                )
+        pure = merge_rounds(by_variant["pure"])
+        compiled = merge_rounds(by_variant["compiled"]) if build is not None else None
 
     if compiled is None:
         out = {**pure, "core": "pure Python (--pure-only)"}
@@ -596,6 +632,7 @@ def main() -> None:
             for key in ("cycle_cpu_ms_1024n", "cycle_cpu_ms_1024n_unbalanced", "cycle_cpu_ms_4096n")
         }
         print(f"pure / compiled (CPU): {out['pure_over_compiled_cpu']}", flush=True)
+    out["rounds"] = rounds
     out["targets_ms"] = {"cycle_ms_1024n": 100, "cycle_ms_4096n": 1000, "place_64pod_gang_ms": 5}
     out["machine"] = (
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "

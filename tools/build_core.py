@@ -194,6 +194,8 @@ def ensure_built(quiet: bool = False) -> Path:
     with tempfile.TemporaryDirectory(prefix=f"{key}.", dir=root) as tmp:
         staging = Path(tmp) / "staging"
         _compile(staging)
+        if source_hash(staging / "phalanx" / "core") != src_hash:  # what was compiled
+            sys.exit("build_core: the core's sources changed during the build; run it again")
         out = Path(tmp) / "out"
         (out / "phalanx" / "core").mkdir(parents=True)
         suffix = sysconfig.get_config_var("EXT_SUFFIX")

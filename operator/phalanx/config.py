@@ -61,6 +61,9 @@ class OperatorConfig(BaseModel):
     usage_persist_interval_s: float = Field(default=30.0, gt=0)
     status_refresh_s: float = Field(default=5.0, ge=0, le=300)
     """Least interval between writes of a pending gang's drifting figures (position, ETA)."""
+    status_refresh_busy_s: float = Field(default=20.0, ge=0, le=600)
+    """The same while gangs are binding: binds come first (each refresh is an API write that
+    competes with them), so drifting figures wait longer in a burst."""
 
     @field_validator("topology_levels")
     @classmethod

@@ -1,13 +1,18 @@
-"""`phalanx run`: kopf watches, the scheduler loop acts.
+"""`phalanx run`: kopf and the informers watch, the scheduler loop acts.
 
-Why kopf indexes are the cache: kopf lists every indexed resource before it invokes any other
-handler (its `operator_indexed` gate), and keeps the indexes current from the watch streams. So
-the first call of an ordinary handler proves the view is fully synced — exactly the gate a
-scheduler needs before its first cycle (deciding on a partial view overcommits nodes). We watch
-namespaces for that first call because a namespace always exists, even on an empty cluster.
+Pods, nodes and PodGroups — the resources with many events — are kept by plain list/watch
+informers (`informer.py`): kopf's per-event machinery was the operator's largest cost during a
+bind burst. Queues, PriorityClasses and PodDisruptionBudgets stay kopf indexes: few events, and
+kopf gives them retries, login and the liveness endpoint.
 
-The index functions store compact records (`records.py`) rather than bodies, and poke the loop,
-so a burst of pod events becomes one debounced cycle.
+Why the view is known to be synced: kopf lists every indexed resource before it invokes any other
+handler (its `operator_indexed` gate), so the first call of an ordinary handler proves its indexes
+are complete — we watch namespaces for that first call because a namespace always exists, even on
+an empty cluster — and each informer sets its own `synced` after its first full list. The first
+cycle waits for all of them: deciding on a partial view overcommits nodes.
+
+The index functions and informers store compact records (`records.py`) rather than bodies, and
+poke the loop only for changes that can let a cycle decide something new (`wake.py`).
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
 
 from phalanx.config import OperatorConfig
-from phalanx.k8s.api import Api, connect
+from phalanx.k8s.api import GROUP, VERSION, Api, connect
+from phalanx.k8s.informer import Informer
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import (
@@ -62,29 +68,139 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
 
 class IndexSource:
-    """Reads the kopf indexes captured at the first post-sync handler call."""
+    """The watched records: kopf's indexes (captured at the first post-sync handler call) and
+    the pod and node informers."""
 
     def __init__(self) -> None:
         self.indexes: Mapping[str, Any] | None = None
+        self.kopf_synced = asyncio.Event()
         self.synced = asyncio.Event()
+        self.nodes: list[Informer[NodeRec]] = []
+        self.pods: list[Informer[PodRec]] = []
+        self.groups: list[Informer[GroupRec]] = []
 
     def capture(self, indexes: Mapping[str, Any]) -> None:
         if self.indexes is None:
             self.indexes = indexes
-            self.synced.set()
+            self.kopf_synced.set()
+
+    async def wait_synced(self) -> None:
+        """Set `synced` once kopf and every informer have listed everything."""
+        await self.kopf_synced.wait()
+        for informer in self.informers():
+            await informer.synced.wait()
+        self.synced.set()
+
+    def informers(self) -> list[Informer[Any]]:
+        return [*self.nodes, *self.pods, *self.groups]
 
     def _values(self, name: str) -> list[Any]:
         assert self.indexes is not None
         return [v for _key, store in self.indexes[name].items() for v in store]
 
     def records(self) -> Records:
-        nodes: list[NodeRec] = self._values("phalanx_nodes")
-        pods: list[PodRec] = self._values("phalanx_pods")
-        groups: list[GroupRec] = self._values("phalanx_groups")
+        nodes = [n for informer in self.nodes for n in informer.records.values()]
+        pods = [p for informer in self.pods for p in informer.records.values()]
+        groups = [g for informer in self.groups for g in informer.records.values()]
         queues: list[QueueRec] = self._values("phalanx_queues")
         classes = dict(self._values("phalanx_priority_classes"))
         budgets: list[BudgetRec] = self._values("phalanx_budgets")
         return Records(nodes, pods, groups, queues, classes, budgets)
+
+
+def _node_key(body: Mapping[str, Any]) -> tuple[str, NodeRec]:
+    return str(body.get("metadata", {}).get("name", "")), node_record(body)
+
+
+def _pod_key(body: Mapping[str, Any]) -> tuple[str, PodRec]:
+    rec = pod_record(body)
+    return rec.key, rec
+
+
+def _group_key(body: Mapping[str, Any]) -> tuple[str, GroupRec]:
+    rec = group_record(body)
+    return rec.key, rec
+
+
+def _held_pod_key(body: Mapping[str, Any]) -> tuple[str, PodRec | None]:
+    """Another scheduler's pod, kept only while it holds capacity (the field selector already
+    asks for that; a pod that stops matching arrives as a deletion)."""
+    rec = pod_record(body)
+    return rec.key, rec if rec.holds_capacity else None
+
+
+def build_informers(
+    config: OperatorConfig, api: Api, source: IndexSource, poke: Callable[[], None]
+) -> None:
+    """The node and pod informers, with the wake rules of `wake.py` as their change hooks."""
+    ours = config.scheduler_name
+
+    def node_changed(before: NodeRec | None, after: NodeRec | None) -> None:
+        if after is None or node_wakes(before, after):
+            poke()
+
+    def pod_changed(before: PodRec | None, after: PodRec | None) -> None:
+        # A pod of ours gone frees its capacity or breaks its gang: always news.
+        if after is None or pod_wakes(before, after):
+            poke()
+
+    def held_changed(before: PodRec | None, after: PodRec | None) -> None:
+        if held_pod_released(before, after is not None):
+            poke()
+
+    def group_changed(before: GroupRec | None, after: GroupRec | None) -> None:
+        # A PodGroup deleted leaves its pods orphaned (and may free a queue's share): news.
+        if after is None or group_wakes(before, after):
+            poke()
+
+    source.nodes.append(Informer("nodes", api.core.list_node, _node_key, node_changed))
+    mine = f"spec.schedulerName={ours}"
+    # Other schedulers' pods only while bound and not finished: their pending ones (and their
+    # whole lives on a busy cluster) never reach us.
+    held = (
+        f"spec.schedulerName!={ours},spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+    )
+    # PodGroups: every bind writes their status twice, and each echo came through kopf too.
+    group_scopes: list[tuple[str, Any, tuple[str, ...]]] = (
+        [
+            (f" in {ns}", api.custom.list_namespaced_custom_object, (GROUP, VERSION, ns))
+            for ns in config.namespaces
+        ]
+        if config.namespaces
+        else [("", api.custom.list_cluster_custom_object, (GROUP, VERSION))]
+    )
+    for where, call, args in group_scopes:
+        source.groups.append(
+            Informer(
+                f"podgroups{where}", call, _group_key, group_changed, args=(*args, "podgroups")
+            )
+        )
+    scopes: list[tuple[str, Any, tuple[str, ...]]] = (
+        [(f" in {ns}", api.core.list_namespaced_pod, (ns,)) for ns in config.namespaces]
+        if config.namespaces
+        else [("", api.core.list_pod_for_all_namespaces, ())]
+    )
+    for where, call, args in scopes:
+        source.pods.append(
+            Informer(
+                f"pods of ours{where}",
+                call,
+                _pod_key,
+                pod_changed,
+                field_selector=mine,
+                args=args,
+            )
+        )
+        source.pods.append(
+            Informer(
+                f"pods of others{where}",
+                call,
+                _held_pod_key,
+                held_changed,
+                field_selector=held,
+                args=args,
+            )
+        )
 
 
 def _previous(kwargs: Mapping[str, Any], index: str, key: str) -> Any:
@@ -97,7 +213,6 @@ def build_registry(
     config: OperatorConfig, source: IndexSource, poke: Any, kubeconfig: str | None = None
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
-    ours = config.scheduler_name
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -125,37 +240,6 @@ def build_registry(
     # Each one pokes the loop only for changes that can let a cycle decide something new
     # (wake.py); the previous record comes from the index itself, as kopf passes every index to
     # every handler (and drops an object's entries on deletion, so nothing else must be kept).
-    @kopf.index("", "v1", "nodes", registry=registry, id="phalanx_nodes")
-    async def phalanx_nodes(body: kopf.Body, name: str, **kw: Any) -> dict[str, NodeRec]:
-        rec = node_record(body)
-        if node_wakes(_previous(kw, "phalanx_nodes", name), rec):
-            poke()
-        return {name: rec}
-
-    @kopf.index("", "v1", "pods", registry=registry, id="phalanx_pods")
-    async def phalanx_pods(body: kopf.Body, **kw: Any) -> dict[str, PodRec] | None:
-        spec, status = body.get("spec", {}), body.get("status", {})
-        mine = spec.get("schedulerName") == ours
-        holds = bool(spec.get("nodeName")) and status.get("phase") not in ("Succeeded", "Failed")
-        if not mine:
-            meta = body.get("metadata", {})
-            before = _previous(kw, "phalanx_pods", f"{meta.get('namespace')}/{meta.get('name')}")
-            if held_pod_released(before, holds):
-                poke()
-            if not holds:
-                return None
-        rec = pod_record(body)
-        if mine and pod_wakes(_previous(kw, "phalanx_pods", rec.key), rec):
-            poke()
-        return {rec.key: rec}
-
-    @kopf.index("phalanx.dev", "v1alpha1", "podgroups", registry=registry, id="phalanx_groups")
-    async def phalanx_groups(body: kopf.Body, **kw: Any) -> dict[str, GroupRec]:
-        rec = group_record(body)
-        if group_wakes(_previous(kw, "phalanx_groups", rec.key), rec):
-            poke()
-        return {rec.key: rec}
-
     @kopf.index("phalanx.dev", "v1alpha1", "queues", registry=registry, id="phalanx_queues")
     async def phalanx_queues(body: kopf.Body, name: str, **kw: Any) -> dict[str, QueueRec]:
         rec = queue_record(body)
@@ -213,6 +297,10 @@ async def run_operator(
     source = IndexSource()
     scheduler = Scheduler(config, api, source, metrics, leader, faults=faults)
     registry = build_registry(config, source, scheduler.poke, kubeconfig)
+    build_informers(config, api, source, scheduler.poke)
+    for informer in source.informers():
+        tasks.append(asyncio.create_task(informer.run(), name=f"informer {informer.what}"))
+    tasks.append(asyncio.create_task(source.wait_synced(), name="sync gate"))
     stop_flag: asyncio.Event = stop or asyncio.Event()
     health = f"http://0.0.0.0:{config.health_port}/healthz" if config.health_port else None
     kopf_task = asyncio.create_task(
@@ -233,4 +321,5 @@ async def run_operator(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await scheduler.stop()
         await api_client.close()

@@ -189,3 +189,54 @@ def test_a_budget_allowing_no_disruption_protects_the_running_gang_it_selects() 
     )
     protected = {g.id: g.protected for g in v.snapshot.running}
     assert protected == {"ns/g": True, "ns/h": False}
+
+
+def test_a_view_built_with_the_cache_equals_one_built_afresh_after_changes() -> None:
+    """The cache may only save work: after nodes, pods and other schedulers' pods change, the
+    snapshot built through it equals the one built without it (and unchanged records are
+    reused, or the cache would save nothing)."""
+    from phalanx.k8s.view import ViewCache
+
+    def build(nodes: list[Any], pods: list[Any], cache: ViewCache | None) -> Any:
+        return build_view(
+            nodes=nodes,
+            pods=pods,
+            groups=[group_record(group(name, 1)) for name in ("g", "h", "p", "q")],
+            queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
+            priority_classes={},
+            scheduler_name="phalanx",
+            assumed={"ns/h-0": "n2"},
+            evicting=set(),
+            usage={},
+            half_life=3600,
+            now=1000.0,
+            cache=cache,
+        ).snapshot
+
+    nodes = [node_record(node(f"n{i}", labels={"leaf": "a"})) for i in range(4)]
+    pods = [
+        pod_record(pod("g-0", group="g", gpus=2, node_name="n0", phase="Running")),
+        pod_record(pod("g-1", group="g", gpus=2, node_name="n1", phase="Running")),
+        pod_record(pod("h-0", group="h", gpus=1)),
+        pod_record(pod("p-0", group="p", gpus=4)),
+        pod_record(pod("other", gpus=3, node_name="n3", scheduler="default-scheduler")),
+    ]
+    cache = ViewCache()
+    first = build(nodes, pods, cache)
+    assert first == build(nodes, pods, None)
+    assert [g.members[0].pod for g in first.pending if g.members] == ["ns/p-0"]
+
+    changed_nodes = [*nodes[:2], node_record(node("n2", labels={"leaf": "b"})), nodes[3]]
+    changed_pods = [
+        pods[0],
+        pod_record(pod("g-1", group="g", gpus=2, node_name="n2", phase="Running")),
+        pod_record(pod("h-0", group="h", gpus=1)),
+        pod_record(pod("other", gpus=5, node_name="n3", scheduler="default-scheduler")),
+        pod_record(pod("q-0", group="q", gpus=1)),
+    ]
+    second = build(changed_nodes, changed_pods, cache)
+    assert second == build(changed_nodes, changed_pods, None)
+    assert second.nodes[0] is first.nodes[0], "an unchanged node is reused"
+    assert second.nodes[3] != first.nodes[3], "another scheduler's pod changed what n3 has used"
+    assert second.running[0].members[0] is first.running[0].members[0]
+    assert set(cache.pending) == {"ns/q-0"}, "gone pods are forgotten"

@@ -217,3 +217,44 @@ def test_status_writes_do_not_hold_up_the_next_cycle_and_land_before_the_gangs_b
     assert statuses[1] == ("status", "Binding")
     assert sorted(c[1] for c in statuses if c[0] == "bind") == ["a", "b"]
     assert statuses[-1] == ("status", "Running")
+
+
+def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
+    """A refresh of figures that only drift is an API write competing with binds: while a gang
+    is in flight it waits `status_refresh_busy_s`, not `status_refresh_s`; a reason that turns
+    is written at once either way."""
+    import time
+
+    from phalanx.k8s.view import Gang
+
+    cfg = build_config(
+        metrics_port=0, health_port=0, status_refresh_s=0.0, status_refresh_busy_s=100.0
+    )
+    source = ListSource([], [])
+    sched = Scheduler(cfg, FakeApi(), source, clock=lambda: 1000.0)
+    body = group("g", 2)
+    body["status"] = {"queuePosition": 3}
+    gang = Gang("ns/g", group_record(body))
+
+    async def check() -> None:
+        sched.refreshed["ns/g"] = time.monotonic()
+        idle = sched._status_change(gang, {"queuePosition": 4})
+        assert idle is not None, "idle: drifting figures are refreshed after status_refresh_s"
+        idle.close()
+        sched.refreshed["ns/g"] = time.monotonic()
+        sched.inflight["ns/other"] = asyncio.create_task(asyncio.sleep(0))
+        assert sched._status_change(gang, {"queuePosition": 5}) is None, (
+            "busy: the refresh waits status_refresh_busy_s"
+        )
+        turned = {
+            "queuePosition": 5,
+            "conditions": [
+                {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": ""}
+            ],
+        }
+        write = sched._status_change(gang, turned)
+        assert write is not None, "a reason that turns is written at once, busy or not"
+        write.close()
+        await sched.inflight.pop("ns/other")
+
+    asyncio.run(check())

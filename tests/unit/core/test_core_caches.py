@@ -10,7 +10,6 @@ fresh caches or on a state where the victims really are gone.
 from __future__ import annotations
 
 import math
-import os
 import random
 from collections.abc import Callable
 
@@ -359,10 +358,6 @@ def test_future_minima_are_the_window_capacity_of_a_gang_that_never_ends(seed: i
             assert minima[events] == want
 
 
-@pytest.mark.skipif(
-    bool(os.environ.get("PHALANX_CORE_BUILD")),
-    reason="patches a module global, which compiled code does not read (it binds the class)",
-)
 @pytest.mark.parametrize("seed", range(40))
 def test_forever_bound_only_skips_attempts_that_would_fail(
     seed: int, monkeypatch: pytest.MonkeyPatch

@@ -141,3 +141,52 @@ def test_errors_are_retried_after_a_backoff_from_the_same_version(
     run(inf)
     watches = [c for c in script.calls if c.get("watch")]
     assert len(watches) == 3 and all(c["resource_version"] == "3" for c in watches)
+
+
+def test_the_operator_watches_only_what_it_needs_cluster_wide_or_per_namespace() -> None:
+    """Pods come through two server-side selectors (ours; others' bound, unfinished pods), so
+    other schedulers' pending and finished pods never reach the operator; with `namespaces`
+    set, pods and PodGroups are watched in those namespaces only (nodes are cluster-scoped)."""
+    from types import SimpleNamespace
+
+    from phalanx.config import build_config
+    from phalanx.k8s.operator import IndexSource, build_informers
+
+    def calls(*names: str) -> SimpleNamespace:
+        return SimpleNamespace(**{n: n for n in names})
+
+    api: Any = SimpleNamespace(
+        core=calls("list_node", "list_pod_for_all_namespaces", "list_namespaced_pod"),
+        custom=calls("list_cluster_custom_object", "list_namespaced_custom_object"),
+    )
+
+    def watched(namespaces: tuple[str, ...]) -> list[tuple[str, Any, tuple[Any, ...], Any]]:
+        source = IndexSource()
+        config = build_config(metrics_port=0, health_port=0, namespaces=namespaces)
+        build_informers(config, api, source, lambda: None)
+        return [(i.what, i._list, i._args, i._selector) for i in source.informers()]
+
+    held = (
+        "spec.schedulerName!=phalanx,spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+    )
+    assert watched(()) == [
+        ("nodes", "list_node", (), None),
+        ("pods of ours", "list_pod_for_all_namespaces", (), "spec.schedulerName=phalanx"),
+        ("pods of others", "list_pod_for_all_namespaces", (), held),
+        ("podgroups", "list_cluster_custom_object", ("phalanx.dev", "v1alpha1", "podgroups"), None),
+    ]
+    per_namespace = watched(("team-a", "team-b"))
+    assert [w[0] for w in per_namespace] == [
+        "nodes",
+        "pods of ours in team-a",
+        "pods of others in team-a",
+        "pods of ours in team-b",
+        "pods of others in team-b",
+        "podgroups in team-a",
+        "podgroups in team-b",
+    ]
+    assert per_namespace[1][1:3] == ("list_namespaced_pod", ("team-a",))
+    assert per_namespace[6][1:3] == (
+        "list_namespaced_custom_object",
+        ("phalanx.dev", "v1alpha1", "team-b", "podgroups"),
+    )

@@ -54,6 +54,7 @@ from phalanx.k8s.status import (
     merge_conditions,
     pending_status,
     placement_body,
+    pod_counts,
     queue_status_body,
     rfc3339,
     running_status,
@@ -527,6 +528,9 @@ class Scheduler:
         if gang.group:
             previous = gang.group.status
             status = {
+                # All counts, not just `bound`: a count left stale here was the first drift
+                # refresh of every gang, straight after its bind.
+                **pod_counts(gang, self.assumed),
                 "phase": "Running",
                 "bound": len(pods),
                 "scheduledAt": rfc3339(now),
@@ -709,6 +713,9 @@ class Scheduler:
             return
         written = self.written.setdefault(gang.key, {})
         written.update(patch)
+        # Drifting figures are refreshed status_refresh_s after the gang's last write of any
+        # kind (a bind's own writes included), not after its last refresh.
+        self.refreshed[gang.key] = time.monotonic()
 
     async def _write_queues(self, result: CycleResult, view: View, now: float) -> None:
         persist_usage = now - self.usage_persisted_at >= self.config.usage_persist_interval_s

@@ -22,6 +22,7 @@ class FakeApi:
         self.calls: list[tuple[str, str]] = []
         self.failing = failing or set()
         self.pods: dict[str, dict[str, Any]] = {}
+        self.statuses: list[dict[str, Any]] = []
 
     async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
         self.calls.append(("bind", pod))
@@ -52,6 +53,7 @@ class FakeApi:
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
         self.calls.append(("status", str(status.get("phase"))))
+        self.statuses.append(dict(status))
         if "conditions" in status:
             for c in status["conditions"]:
                 if c["type"] == "Evicted" and c["status"] == "True":
@@ -105,6 +107,10 @@ def test_the_decision_is_recorded_before_any_bind_and_the_gang_binds_whole() -> 
     assert kinds[0] == ("status", "Binding")
     assert sorted(c[1] for c in kinds if c[0] == "bind") == ["a", "b"]
     assert ("status", "Running") in api.calls
+    running = next(st for st in api.statuses if st.get("phase") == "Running")
+    # Every count is written with the phase, so no refresh of the counts follows at once.
+    assert (running["members"], running["bound"], running["running"]) == (2, 2, 0)
+    assert "ns/g" in sched.refreshed, "the bind's writes restart the drift refresh's clock"
     # Held until the watch shows the pods bound: two 8-GPU pods on the two 8-GPU nodes.
     assert set(sched.assumed) == {"ns/a", "ns/b"}
     assert set(sched.assumed.values()) == {"n1", "n2"}

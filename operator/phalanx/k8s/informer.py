@@ -96,11 +96,14 @@ class Informer(Generic[R]):
             except Gone:
                 log.info("%s: watch version expired; listing again", self.what)
                 self.version = None
-            except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            except Exception as exc:
+                # Whatever went wrong (an API error, a dropped connection, a malformed line), the
+                # informer must not die: a dead one would leave the scheduler on a frozen view.
                 failures += 1
                 delay = min(BACKOFF_S[1], BACKOFF_S[0] * 2 ** min(failures, 8))
                 delay *= random.uniform(0.8, 1.2)
-                log.warning("%s: %s; again in %.1f s", self.what, exc, delay)
+                what = exc if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
+                log.warning("%s: %s; again in %.1f s", self.what, what, delay)
                 await asyncio.sleep(delay)
 
     def _kwargs(self, **extra: Any) -> dict[str, Any]:

@@ -190,3 +190,25 @@ def test_the_operator_watches_only_what_it_needs_cluster_wide_or_per_namespace()
         "list_namespaced_custom_object",
         ("phalanx.dev", "v1alpha1", "team-b", "podgroups"),
     )
+
+
+def test_nothing_kills_the_informer_a_bad_line_or_a_socket_error_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dead informer would leave the scheduler on a frozen view: any error is retried."""
+    monkeypatch.setattr("phalanx.k8s.informer.BACKOFF_S", (0.001, 0.01))
+    page = {"items": [], "metadata": {"resourceVersion": "3"}}
+
+    class Broken(Script):
+        async def __call__(self, *args: Any, **kw: Any) -> Response:
+            if kw.get("watch") and len(self.calls) == 2:
+                self.calls.append(kw)
+                raise ConnectionResetError("reset by peer")
+            return await super().__call__(*args, **kw)
+
+    good = Response(200, chunks=[line("ADDED", obj("a", "4", 1))])
+    script = Broken([page], [Response(200, chunks=[b"{not json\n"]), good])
+    inf, changes = informer(script)
+    run(inf)
+    assert inf.records == {"a": 1} and changes == [(None, 1)]
+    assert sum(1 for c in script.calls if c.get("watch")) == 4

@@ -69,7 +69,7 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
 class IndexSource:
     """The watched records: kopf's indexes (captured at the first post-sync handler call) and
-    the pod and node informers."""
+    the informers of nodes, pods and PodGroups."""
 
     def __init__(self) -> None:
         self.indexes: Mapping[str, Any] | None = None
@@ -132,7 +132,8 @@ def _held_pod_key(body: Mapping[str, Any]) -> tuple[str, PodRec | None]:
 def build_informers(
     config: OperatorConfig, api: Api, source: IndexSource, poke: Callable[[], None]
 ) -> None:
-    """The node and pod informers, with the wake rules of `wake.py` as their change hooks."""
+    """The node, pod and PodGroup informers, with the wake rules of `wake.py` as their change
+    hooks."""
     ours = config.scheduler_name
 
     def node_changed(before: NodeRec | None, after: NodeRec | None) -> None:

@@ -196,7 +196,7 @@ class Scheduler:
     async def stop(self) -> None:
         """Cancel every bind, status write and Event in flight (on shutdown, before the client
         closes under them). A gang cut off mid-bind is left partly bound on purpose: the next
-        leader rolls it back or completes it at its first cycle, as after a crash."""
+        leader rolls it back (or evicts it whole) at its first cycle, as after a crash."""
         tasks = [*self.inflight.values(), *self.status_writes.values(), *self._background]
         for task in tasks:
             task.cancel()

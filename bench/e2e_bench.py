@@ -50,6 +50,7 @@ from phalanx.devcluster.shapes import load_shape
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from tests.integration.conftest import ensure_queue  # noqa: E402
 from tests.integration.objects import TOLERATE_KWOK, container, pod_group  # noqa: E402
 from tests.integration.operator_fixture import apply_crds, free_port  # noqa: E402
 
@@ -283,9 +284,7 @@ async def _bare_bind(c: Cluster, ns: str, names: list[str], nodes: list[str]) ->
                     if r.status >= 300:
                         raise SystemExit(f"bind {name}: HTTP {r.status}")
 
-        started = time.perf_counter()
         await asyncio.gather(*(one(i, n) for i, n in enumerate(names)))
-        return time.perf_counter() - started
 
 
 def run_bare(c: Cluster, run: int, nodes: list[str], op_pid: int) -> float:
@@ -300,10 +299,7 @@ def run_bare(c: Cluster, run: int, nodes: list[str], op_pid: int) -> float:
     elapsed = max(rec.bound_at.values()) - started
     cpu_after = cluster_cpu(op_pid)
     log_requests(c, "bare loop", requests_before, len(names))
-    log(
-        f"CPU s in the bare loop's {elapsed:.1f} s: "
-        + ", ".join(f"{k} {cpu_after[k] - cpu_before.get(k, 0.0):.1f}" for k in sorted(cpu_after))
-    )
+    log_cpu(f"the bare loop's {elapsed:.1f} s", cpu_before, cpu_after)
     drop_namespace(c, ns)
     return len(names) / elapsed
 
@@ -340,6 +336,14 @@ def run_released(c: Cluster, run: int, scheduler: str) -> tuple[float, list[floa
     return len(names) / (last - first), latencies
 
 
+def log_cpu(what: str, before: dict[str, float], after: dict[str, float]) -> None:
+    """CPU seconds each process spent between two `cluster_cpu` readings."""
+    log(
+        f"CPU s in {what}: "
+        + ", ".join(f"{k} {after[k] - before.get(k, 0.0):.1f}" for k in sorted(after))
+    )
+
+
 def log_requests(c: Cluster, what: str, before: dict[str, float], pods: int) -> None:
     """The API server's busiest request kinds since `before`, per pod."""
     busiest = sorted((v - before.get(k, 0.0), k) for k, v in api_requests(c).items())[-8:]
@@ -360,17 +364,7 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     kube-scheduler, which has no queues and is released the same way.
     """
     queue = f"hold-{run}"
-    c.custom.create_cluster_custom_object(
-        "phalanx.dev",
-        "v1alpha1",
-        "queues",
-        {
-            "apiVersion": "phalanx.dev/v1alpha1",
-            "kind": "Queue",
-            "metadata": {"name": queue},
-            "spec": {"limit": {"nvidia.com/gpu": "0"}},
-        },
-    )
+    ensure_queue(c.custom, queue, {"limit": {"nvidia.com/gpu": "0"}})
     ns = fresh_namespace(c, f"held-{run}")
     for g in range(GANGS):
         c.custom.create_namespaced_custom_object(
@@ -404,10 +398,7 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     rec.wait_all(len(names), timeout=600)
     cpu_after, window = cluster_cpu(op_pid), time.time() - released
     log_requests(c, "phalanx, queue limit lifted", requests_before, len(names))
-    log(
-        f"CPU s in the {window:.1f} s from the lift to the last bind: "
-        + ", ".join(f"{k} {cpu_after[k] - cpu_before.get(k, 0.0):.1f}" for k in sorted(cpu_after))
-    )
+    log_cpu(f"the {window:.1f} s from the lift to the last bind", cpu_before, cpu_after)
     last = max(rec.bound_at.values())
     latencies = [
         max(rec.bound_at[f"g{g}-{i}"] for i in range(GANG_SIZE)) - released for g in range(GANGS)
@@ -462,18 +453,7 @@ def main() -> None:
     try:
         c = Cluster(kubeconfig)
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
-        if not reuse:
-            c.custom.create_cluster_custom_object(
-                "phalanx.dev",
-                "v1alpha1",
-                "queues",
-                {
-                    "apiVersion": "phalanx.dev/v1alpha1",
-                    "kind": "Queue",
-                    "metadata": {"name": "default"},
-                    "spec": {},
-                },
-            )
+        ensure_queue(c.custom, "default", {})
         nodes = [n.metadata.name for n in c.core.list_node().items]
         log_file = (REPO / "bench" / "results" / "e2e-operator.log").open("wb")
         op = subprocess.Popen(
@@ -514,10 +494,7 @@ def main() -> None:
                 results["phalanx"].append(run_queue_released(c, run, op.pid)[0])
                 after = cluster_cpu(op.pid)
                 cpu.append(after["operator"] - before["operator"])
-                log(
-                    "CPU s in the queue-released phalanx run: "
-                    + ", ".join(f"{k} {after[k] - before.get(k, 0.0):.1f}" for k in sorted(after))
-                )
+                log_cpu("the queue-released phalanx run", before, after)
             if ONLY in ("", "gated"):
                 ours, lat = run_released(c, run, "phalanx")
                 results["gated"].append(ours)

@@ -7,7 +7,8 @@ starving the event loop that carries the binds. A cycle can only decide somethin
 is new work (a pod or gang to place, a spec changed) or capacity was freed, so only those events
 poke; the loop's timer still runs a cycle every `cycle_interval` whatever happens.
 
-Each function compares the record an event produced with the one the index held before it.
+Each function compares the record an event produced with the one the cache (an informer or a
+kopf index) held before it.
 """
 
 from __future__ import annotations

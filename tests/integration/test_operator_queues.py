@@ -86,15 +86,15 @@ def test_borrowed_capacity_is_reclaimed_by_evicting_whole_gangs(
 
     # The Job controller recreates the victim's pods; they wait, bound nowhere.
     def recreated_and_waiting() -> bool:
-        nodes = nodes_of(cluster, ns, victim)
-        live = {
-            p.metadata.name
+        # One listing for both: a pod recreated between two listings was missing from the first.
+        live = [
+            p
             for p in cluster.core.list_namespaced_pod(
                 ns, label_selector=f"phalanx.dev/pod-group={victim}"
             ).items
             if p.metadata.deletion_timestamp is None
-        }
-        return len(live) == 4 and not any(nodes[n] for n in live)
+        ]
+        return len(live) == 4 and not any(p.spec.node_name for p in live)
 
     # The Job controller backs off before replacing failed pods, ignored failures included:
     # 10 s × 2^(failures − 1), so 80 s for four pods failing together.

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-sim
+.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,8 +79,14 @@ chaos: control-plane
 		$(BIN)/pytest tests/integration/test_crash_safety.py -m integration -s
 
 ## Bind throughput and gang latency against a bare binding loop and kube-scheduler (large shape).
+## The operator runs on the compiled core, as the image ships it (E2E_CORE=pure: the sources).
 bench-e2e: control-plane
-	$(BIN)/python bench/e2e_bench.py
+	if [ "$(E2E_CORE)" = pure ]; then $(BIN)/python bench/e2e_bench.py; \
+	else $(BIN)/python tools/build_core.py --exec $(BIN)/python bench/e2e_bench.py; fi
+
+## What one write of each kind costs the API server and etcd (CPU ms); bench/results/write_cost.json.
+bench-write-cost: control-plane
+	$(BIN)/python bench/write_cost.py
 
 ## Trace replays of the four policies (Philly, ITP); writes bench/results/sim.json and bench/SIM.md.
 ## Keeps recorded replays that match the current configuration; SIM_FLAGS= replays all (~2 h).

@@ -15,6 +15,10 @@ nodes, 8,192 GPUs), in the same run, RUNS times each (medians reported):
 - **kube-scheduler**: the same pods with `schedulerName: default-scheduler` and no gangs, gated and
   released the same way (kwokctl runs it with client QPS limits disabled).
 
+The operator runs as the image ships it: on the mypyc-compiled core when `make bench-e2e` starts
+this through `tools/build_core.py --exec` (the default), on the pure-Python sources otherwise;
+`core` in the results says which.
+
 Throughput is pods bound per second between the (first) release and the last bind; gang latency
 (of the gated run) is per gang, from its last member's release to all its members bound.
 Afterwards the operator's resident memory is read with 1,024 nodes and MEMORY_PODS pods in its
@@ -71,6 +75,10 @@ ONLY = os.environ.get("E2E_ONLY", "")
 REUSE = os.environ.get("E2E_REUSE") == "1"
 # E2E_PYSPY=FILE samples the operator with py-spy (pip install py-spy) into collapsed stacks.
 PYSPY = os.environ.get("E2E_PYSPY", "")
+# The operator (a child process) inherits PYTHONPATH, so it imports the compiled core if set.
+CORE = "compiled" if os.environ.get("PHALANX_CORE_BUILD") else "pure"
+METRICS_PORT = free_port()
+"""The operator's metrics port (the bench reads its cycle count around each window)."""
 
 
 def log(msg: str) -> None:
@@ -176,6 +184,19 @@ def drop_namespace(c: Cluster, ns: str) -> None:
     except client.ApiException as exc:
         if exc.status not in (404, 409):  # gone already, or already being deleted
             raise
+    # Until the namespace is gone its controller deletes what is left (PodGroups, Events): API
+    # work that would otherwise fall into the next run's timed window.
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            c.core.read_namespace(ns)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        if time.monotonic() > deadline:
+            raise SystemExit(f"namespace {ns} not gone 300 s after its deletion")
+        time.sleep(0.5)
 
 
 class WatchExpired(Exception):
@@ -391,6 +412,7 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     rec = BindRecorder(c, ns).start()
     requests_before = api_requests(c)
     cpu_before = cluster_cpu(op_pid)
+    cycles_before = operator_cycles()
     released = time.time()
     c.custom.patch_cluster_custom_object(
         "phalanx.dev", "v1alpha1", "queues", queue, {"spec": {"limit": None}}
@@ -399,6 +421,8 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     cpu_after, window = cluster_cpu(op_pid), time.time() - released
     log_requests(c, "phalanx, queue limit lifted", requests_before, len(names))
     log_cpu(f"the {window:.1f} s from the lift to the last bind", cpu_before, cpu_after)
+    cycles, cycle_s = (a - b for a, b in zip(operator_cycles(), cycles_before, strict=True))
+    log(f"operator: {cycles:.0f} scheduling cycles in the window, {cycle_s:.1f} s in all")
     last = max(rec.bound_at.values())
     latencies = [
         max(rec.bound_at[f"g{g}-{i}"] for i in range(GANG_SIZE)) - released for g in range(GANGS)
@@ -431,6 +455,20 @@ def cluster_cpu(op_pid: int) -> dict[str, float]:
     return out
 
 
+def operator_cycles() -> tuple[float, float]:
+    """The operator's scheduling cycles so far: how many, and their total seconds."""
+    url = f"http://127.0.0.1:{METRICS_PORT}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        text = resp.read().decode()
+    count = total = 0.0
+    for line in text.splitlines():
+        if line.startswith("phalanx_scheduling_cycle_seconds_count"):
+            count = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("phalanx_scheduling_cycle_seconds_sum"):
+            total = float(line.rsplit(" ", 1)[1])
+    return count, total
+
+
 def operator_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -455,6 +493,7 @@ def main() -> None:
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
         ensure_queue(c.custom, "default", {})
         nodes = [n.metadata.name for n in c.core.list_node().items]
+        log(f"the operator runs on the {CORE} core")
         log_file = (REPO / "bench" / "results" / "e2e-operator.log").open("wb")
         op = subprocess.Popen(
             [
@@ -465,7 +504,7 @@ def main() -> None:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--metrics-port",
-                str(free_port()),
+                str(METRICS_PORT),
                 "--health-port",
                 str(free_port()),
             ],
@@ -554,6 +593,7 @@ def main() -> None:
             "operator_rss_mib": round(rss, 1),
             "operator_rss_pods": MEMORY_PODS,
             "operator_cpu_s_per_run": round(statistics.median(cpu), 1),
+            "core": CORE,
             "runs_raw": {k: [round(v, 1) for v in vs] for k, vs in results.items()},
         }
         OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -37,6 +37,12 @@ def test_every_core_module_is_the_compiled_one() -> None:
         assert path.resolve().is_relative_to(build), f"{module.__name__} is from {path}"
 
 
+def test_the_operator_says_it_runs_the_compiled_core() -> None:
+    from phalanx.k8s.operator import core_build
+
+    assert core_build() == "compiled (mypyc)"
+
+
 def test_a_stale_build_refuses_to_load(tmp_path: Path) -> None:
     """Sources edited after the build: importing `phalanx` from the build fails loudly."""
     assert BUILD, "run through `tools/build_core.py --exec` (make test-core-compiled)"

@@ -16,3 +16,9 @@ def test_the_core_is_imported_from_its_sources() -> None:
     assert Path(phalanx.core.cycle.__file__ or "").suffix == ".py"
     sources = Path(__file__).resolve().parents[2] / "operator" / "phalanx" / "core"
     assert not list(sources.glob("*.so")), "a compiled module next to the sources shadows them"
+
+
+def test_the_operator_says_it_runs_the_pure_core() -> None:
+    from phalanx.k8s.operator import core_build
+
+    assert core_build() == "pure Python"

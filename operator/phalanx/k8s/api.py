@@ -5,8 +5,15 @@ the same event loop kopf runs on; a thread-pooled sync client would add a thread
 cap concurrency at the pool size. Responses we do not read are not deserialised
 (`_preload_content=False`), which matters for binding throughput.
 
-Every call goes through `drain`, so every method raises `ApiError` with the HTTP status: callers
-decide on retries by status (409 conflict, 404 gone, 429 disruption budget), not by exception type.
+Every call raises `ApiError` with the HTTP status: callers decide on retries by status (409
+conflict, 404 gone, 429 disruption budget), not by exception type.
+
+The three writes of a bind burst — bindings, PodGroup status patches, Events — skip the generated
+client and go straight to its aiohttp session (`Api._send`) with a body serialised once by orjson:
+the generated call path (parameter sanitising, header and URL assembly, `json.dumps`) was 8–12%
+of the operator's CPU samples in a burst, on a machine whose 2 cores the API server needs. Auth
+headers, TLS, proxy and server name still come from the client's configuration, so both paths
+talk to the API server the same way. The rarer calls keep the generated client.
 """
 
 from __future__ import annotations
@@ -16,12 +23,15 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
+MERGE_PATCH = "application/merge-patch+json"
 log = logging.getLogger("phalanx.api")
 
 
@@ -54,11 +64,7 @@ async def drain(call: Any) -> bytes:
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ApiError(0, f"connection: {exc}") from exc
     if not 200 <= resp.status <= 299:
-        try:
-            message = json.loads(body).get("message", resp.reason)
-        except (TypeError, ValueError, AttributeError):
-            message = resp.reason
-        raise ApiError(int(resp.status), str(message))
+        _raise_for(resp.status, resp.reason, body)
     return body
 
 
@@ -103,16 +109,14 @@ class ClusterWrites(Protocol):
     ) -> None: ...
 
 
-async def _merge_status(patch: Any, status: Mapping[str, Any], *path: str) -> None:
-    """A JSON merge patch of a custom object's status subresource (null removes a field)."""
-    await drain(
-        patch(
-            *path,
-            {"status": dict(status)},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
-        )
-    )
+def _raise_for(status: int, reason: str | None, body: bytes) -> None:
+    if 200 <= status <= 299:
+        return
+    try:
+        message = json.loads(body).get("message", reason)
+    except (TypeError, ValueError, AttributeError):
+        message = reason
+    raise ApiError(int(status), str(message))
 
 
 class Api:
@@ -127,6 +131,33 @@ class Api:
         self.coordination: Any = client.CoordinationV1Api(api_client)
         self.component = component
 
+    async def _send(
+        self, method: str, path: str, body: object, content_type: str = "application/json"
+    ) -> bytes:
+        """One request on the client's own session, body serialised by orjson (see above)."""
+        headers = {
+            **self.client.default_headers,
+            "Accept": "application/json",
+            "Content-Type": content_type,
+        }
+        await self.client.update_params_for_auth(headers, [], ["BearerToken"])
+        rest = self.client.rest_client
+        extra: dict[str, Any] = {}
+        if rest.proxy:
+            extra["proxy"], extra["proxy_headers"] = rest.proxy, rest.proxy_headers
+        if rest.server_hostname:
+            extra["server_hostname"] = rest.server_hostname
+        url = f"{self.client.configuration.host}{quote(path)}"
+        try:
+            async with rest.pool_manager.request(
+                method, url, data=orjson.dumps(body), headers=headers, **extra
+            ) as resp:
+                raw: bytes = await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApiError(0, f"connection: {exc}") from exc
+        _raise_for(resp.status, resp.reason, raw)
+        return raw
+
     async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
         body = {
             "apiVersion": "v1",
@@ -134,9 +165,7 @@ class Api:
             "metadata": {"name": pod, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await drain(
-            self.core.create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
-        )
+        await self._send("POST", f"/api/v1/namespaces/{namespace}/pods/{pod}/binding", body)
 
     async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
         body = {
@@ -168,12 +197,13 @@ class Api:
     async def patch_group_status(
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None:
-        patch = self.custom.patch_namespaced_custom_object_status
-        await _merge_status(patch, status, GROUP, VERSION, namespace, "podgroups", name)
+        """A JSON merge patch of the status subresource (null removes a field)."""
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
+        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH)
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
-        patch = self.custom.patch_cluster_custom_object_status
-        await _merge_status(patch, status, GROUP, VERSION, "queues", name)
+        path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
+        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH)
 
     async def event(
         self,
@@ -198,7 +228,7 @@ class Api:
             "reportingComponent": self.component,
         }
         try:
-            await drain(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            await self._send("POST", f"/api/v1/namespaces/{namespace}/events", body)
         except ApiError as exc:
             # A missing permission is a deployment bug: say so. (A namespace being deleted
             # refuses new Events with 403 too; that is no news.)

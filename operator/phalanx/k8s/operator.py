@@ -18,6 +18,7 @@ poke the loop only for changes that can let a cycle decide something new (`wake.
 from __future__ import annotations
 
 import asyncio
+import importlib.machinery
 import logging
 import os
 import socket
@@ -272,12 +273,23 @@ def build_registry(
     return registry
 
 
+def core_build() -> str:
+    """Which scheduling core this process runs: the image ships it compiled with mypyc (about
+    twice as fast a cycle); a source checkout runs it as plain Python. Logged at start, since
+    the two differ in speed only and nothing else would show it."""
+    from phalanx.core import cycle
+
+    compiled = (cycle.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    return "compiled (mypyc)" if compiled else "pure Python"
+
+
 async def run_operator(
     config: OperatorConfig,
     kubeconfig: str | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run until stopped: kopf, the scheduler loop, metrics, and (optionally) the elector."""
+    log.info("scheduling core: %s", core_build())
     # Room for every bind in flight plus status writes, evictions and the lease.
     api_client = await connect(kubeconfig, pool=config.bind_concurrency + 32)
     api = Api(api_client, component=config.scheduler_name)

@@ -65,7 +65,7 @@ class FakeApi:
     async def event(
         self, involved: Mapping[str, str], reason: str, message: str, kind_of_event: str = "Normal"
     ) -> None:
-        pass
+        self.calls.append(("event", reason))
 
 
 class ListSource:
@@ -264,3 +264,120 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
         await sched.inflight.pop("ns/other")
 
     asyncio.run(check())
+
+
+def _two_gangs_one_held(busy_s: float) -> tuple[GatedApi, Scheduler]:
+    """g binds at once; h's binds wait for the test's gate (h stays in flight)."""
+    api = GatedApi(held={"c", "d"})
+    pods = [
+        pod("a", group="g", gpus=4),
+        pod("b", group="g", gpus=4),
+        pod("c", group="h", gpus=4),
+        pod("d", group="h", gpus=4),
+    ]
+    cfg = build_config(
+        bind_deadline_s=5, metrics_port=0, health_port=0, status_refresh_busy_s=busy_s
+    )
+    source = ListSource(pods, [group("g", 2), group("h", 2)])
+    return api, Scheduler(cfg, api, source, clock=lambda: 1000.0)
+
+
+def test_running_status_and_event_wait_while_other_gangs_bind_then_are_written() -> None:
+    """Binds come before bookkeeping: g, bound whole while h still binds, gets its `Running`
+    status and its `Scheduled` Event only once no gang is in flight."""
+    api, sched = _two_gangs_one_held(busy_s=100.0)
+
+    async def scenario() -> None:
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        assert set(sched.inflight) == {"ns/h"} and set(sched.deferred) == {"ns/g"}
+        await asyncio.wait_for(sched.cycle(), timeout=5)  # h is still binding: nothing yet
+        await asyncio.sleep(0.05)
+        assert ("status", "Running") not in api.calls
+        assert ("event", "Scheduled") not in api.calls
+        api.gate.set()
+        await asyncio.sleep(0.05)  # h ends, the last in flight: both reports go, no cycle needed
+        assert not sched.inflight
+
+    asyncio.run(scenario())
+    assert [c for c in api.calls if c[0] == "status"].count(("status", "Running")) == 2
+    assert [c for c in api.calls if c[0] == "event"].count(("event", "Scheduled")) == 2
+    assert not sched.deferred
+    running = api.calls.index(("status", "Running"))
+    assert api.calls.index(("event", "Scheduled")) > running, "the Event follows the status"
+
+
+def test_deferred_reports_go_after_status_refresh_busy_s_even_in_a_burst() -> None:
+    api, sched = _two_gangs_one_held(busy_s=0.0)
+
+    async def scenario() -> None:
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        assert set(sched.inflight) == {"ns/h"}
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        assert ("status", "Running") in api.calls, "waited its limit (0 s): written mid-burst"
+        api.gate.set()
+        await sched.settle()
+
+    asyncio.run(scenario())
+
+
+def test_a_deferred_report_lands_before_any_later_write_of_its_gang() -> None:
+    """g is evicted while its `Running` write is still deferred: that write goes first, so the
+    gang's status ends `Pending`, not `Running`."""
+    api, sched = _two_gangs_one_held(busy_s=100.0)
+
+    async def scenario() -> None:
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        gang = sched.deferred["ns/g"].gang
+        await sched._evict_gang(gang, "Preempted", "test")
+        api.gate.set()
+        await sched.settle()
+
+    asyncio.run(scenario())
+    g_statuses = [c for c in api.calls if c[0] == "status"]
+    assert g_statuses.index(("status", "Running")) < g_statuses.index(("status", "Pending"))
+    assert [c for c in api.calls if c[0] == "status"].count(("status", "Running")) == 2
+
+
+def test_a_gang_whose_running_report_is_deferred_counts_as_running_to_partial_repair() -> None:
+    """Bound whole, its `Running` not yet written, then a member lost: evicted whole as
+    `MemberFailed` (what a running gang gets), not rolled back as a failed bind."""
+    api, sched = _two_gangs_one_held(busy_s=100.0)
+
+    async def scenario() -> None:
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        await asyncio.sleep(0.05)
+        assert "ns/g" in sched.deferred
+        # The watch now shows g's `a` bound and `b` gone: g is partly bound.
+        bound_a = pod("a", group="g", gpus=4, node_name=sched.assumed["ns/a"])
+        held = [pod("c", group="h", gpus=4), pod("d", group="h", gpus=4)]
+        sched.source = ListSource([bound_a, *held], [group("g", 2), group("h", 2)])
+        await asyncio.wait_for(sched.cycle(), timeout=5)
+        api.gate.set()
+        await sched.settle()
+
+    asyncio.run(scenario())
+    assert ("evicted", "MemberFailed") in api.calls
+    assert ("evicted", "BindFailed") not in api.calls
+    assert ("delete", "a") not in api.calls, "not rolled back (deleted and recreated)"
+
+
+def test_a_gang_bound_whole_does_not_poke_the_loop_a_rolled_back_one_does() -> None:
+    """A whole bind changes no capacity the loop did not already count (its members were
+    reserved before any write), so it wakes no cycle; a rollback frees capacity, so it does."""
+    for failing, pokes in ((set[str](), False), ({"b"}, True)):
+        api = FakeApi(failing=failing)
+        source = ListSource([pod("a", group="g"), pod("b", group="g")], [group("g", 2)])
+        cfg = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+        sched = Scheduler(cfg, api, source, clock=lambda: 1000.0)
+
+        async def scenario(s: Scheduler = sched) -> bool:
+            await s.cycle()
+            s.wake.clear()
+            await s.settle()
+            return s.wake.is_set()
+
+        assert asyncio.run(scenario()) is pokes, f"binds failing: {failing or 'none'}"

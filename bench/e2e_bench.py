@@ -68,16 +68,20 @@ GANG_SIZE = int(os.environ.get("E2E_GANG_SIZE", "8"))
 MEMORY_PODS = int(os.environ.get("E2E_MEMORY_PODS", "10000"))
 GATE = "bench.phalanx.dev/hold"
 OUT = REPO / "bench" / "results" / "e2e.json"
-# For iterating on one side: E2E_ONLY=bare|phalanx|gated|kube runs only that (no e2e.json is
-# written), and
-# E2E_REUSE=1 keeps the cluster up afterwards and reuses one that is already up.
-ONLY = os.environ.get("E2E_ONLY", "")
+# For iterating on one side: E2E_ONLY=bare|phalanx|gated|kube (or a comma-separated list, e.g.
+# bare,phalanx) runs only that (no e2e.json is written), and E2E_REUSE=1 keeps the cluster up
+# afterwards and reuses one that is already up.
+ONLY = {side for side in os.environ.get("E2E_ONLY", "").split(",") if side}
 REUSE = os.environ.get("E2E_REUSE") == "1"
-# E2E_PYSPY=FILE samples the operator with py-spy (pip install py-spy) into collapsed stacks.
+# E2E_PYSPY=FILE samples the operator with py-spy over each queue-released window (collapsed
+# stacks in FILE.<run>): where the operator's CPU goes while it binds.
 PYSPY = os.environ.get("E2E_PYSPY", "")
 # The operator (a child process) inherits PYTHONPATH, so it imports the compiled core if set.
 CORE = "compiled" if os.environ.get("PHALANX_CORE_BUILD") else "pure"
 METRICS_PORT = free_port()
+# E2E_APISERVER_PPROF=FILE: a CPU profile of the API server over each queue-released window
+# (its /debug/pprof, on by default), to read with `go tool pprof`: where the bottleneck's time goes.
+APISERVER_PPROF = os.environ.get("E2E_APISERVER_PPROF", "")
 """The operator's metrics port (the bench reads its cycle count around each window)."""
 
 
@@ -314,10 +318,19 @@ def run_bare(c: Cluster, run: int, nodes: list[str], op_pid: int) -> float:
     create_pods(c, ns, [pod_body(n, "nobody", None, False) for n in names])
     rec = BindRecorder(c, ns).start()
     requests_before, cpu_before = api_requests(c), cluster_cpu(op_pid)
+    profiler = None
+    if APISERVER_PPROF:
+        profiler = threading.Thread(
+            target=apiserver_profile, args=(c, f"{APISERVER_PPROF}.bare{run}")
+        )
+        profiler.start()
     started = time.time()
     asyncio.run(_bare_bind(c, ns, names, nodes))
     rec.wait_all(len(names), timeout=600)
     elapsed = max(rec.bound_at.values()) - started
+    log(f"bare loop: first bind {min(rec.bound_at.values()) - started:.2f} s after the start")
+    if profiler is not None:
+        profiler.join()
     cpu_after = cluster_cpu(op_pid)
     log_requests(c, "bare loop", requests_before, len(names))
     log_cpu(f"the bare loop's {elapsed:.1f} s", cpu_before, cpu_after)
@@ -413,6 +426,21 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     requests_before = api_requests(c)
     cpu_before = cluster_cpu(op_pid)
     cycles_before = operator_cycles()
+    spy = None
+    if PYSPY:
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                *("record", "--pid", str(op_pid), "--rate", "100", "--format", "raw"),
+                *("--output", f"{PYSPY}.{run}", "--nonblocking"),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(1)  # py-spy attached
+    profiler = None
+    if APISERVER_PPROF:
+        profiler = threading.Thread(target=apiserver_profile, args=(c, f"{APISERVER_PPROF}.{run}"))
+        profiler.start()
     released = time.time()
     c.custom.patch_cluster_custom_object(
         "phalanx.dev", "v1alpha1", "queues", queue, {"spec": {"limit": None}}
@@ -421,9 +449,15 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     cpu_after, window = cluster_cpu(op_pid), time.time() - released
     log_requests(c, "phalanx, queue limit lifted", requests_before, len(names))
     log_cpu(f"the {window:.1f} s from the lift to the last bind", cpu_before, cpu_after)
+    if profiler is not None:
+        profiler.join()
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
     cycles, cycle_s = (a - b for a, b in zip(operator_cycles(), cycles_before, strict=True))
     log(f"operator: {cycles:.0f} scheduling cycles in the window, {cycle_s:.1f} s in all")
     last = max(rec.bound_at.values())
+    log(f"first bind {min(rec.bound_at.values()) - released:.2f} s after the release")
     latencies = [
         max(rec.bound_at[f"g{g}-{i}"] for i in range(GANG_SIZE)) - released for g in range(GANGS)
     ]
@@ -453,6 +487,13 @@ def cluster_cpu(op_pid: int) -> dict[str, float]:
         except OSError:
             continue
     return out
+
+
+def apiserver_profile(c: Cluster, out: str, seconds: int = 4) -> None:
+    url = f"{c.server}/debug/pprof/profile?seconds={seconds}"
+    with urllib.request.urlopen(url, context=c.ssl(), timeout=seconds + 60) as resp:
+        Path(out).write_bytes(resp.read())
+    log(f"API server CPU profile of the window's first {seconds} s: {out}")
 
 
 def operator_cycles() -> tuple[float, float]:
@@ -487,7 +528,6 @@ def main() -> None:
         else devcluster.up(shape, name=NAME, log=log, wait_s=600)
     )
     op: subprocess.Popen[bytes] | None = None
-    spy: subprocess.Popen[bytes] | None = None
     try:
         c = Cluster(kubeconfig)
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
@@ -512,42 +552,29 @@ def main() -> None:
             stderr=subprocess.STDOUT,
         )
         time.sleep(8)
-        if PYSPY:
-            # Sampling the operator for the whole run (collapsed stacks, for where-does-it-go).
-            spy = subprocess.Popen(
-                [
-                    str(Path(sys.executable).parent / "py-spy"),
-                    *("record", "--pid", str(op.pid), "--rate", "50", "--format", "raw"),
-                    *("--output", PYSPY, "--nonblocking"),
-                ],
-                stdout=subprocess.DEVNULL,
-            )
         results: dict[str, list[float]] = {"bare": [], "phalanx": [], "gated": [], "kube": []}
         gang_lat: list[float] = []
         cpu: list[float] = []
         for run in range(RUNS):
-            if ONLY in ("", "bare"):
+            if not ONLY or "bare" in ONLY:
                 results["bare"].append(run_bare(c, run, nodes, op.pid))
-            if ONLY in ("", "phalanx"):
+            if not ONLY or "phalanx" in ONLY:
                 before = cluster_cpu(op.pid)
                 results["phalanx"].append(run_queue_released(c, run, op.pid)[0])
                 after = cluster_cpu(op.pid)
                 cpu.append(after["operator"] - before["operator"])
                 log_cpu("the queue-released phalanx run", before, after)
-            if ONLY in ("", "gated"):
+            if not ONLY or "gated" in ONLY:
                 ours, lat = run_released(c, run, "phalanx")
                 results["gated"].append(ours)
                 gang_lat.extend(lat)
-            if ONLY in ("", "kube"):
+            if not ONLY or "kube" in ONLY:
                 results["kube"].append(run_released(c, run, "default-scheduler")[0])
             log(
                 f"run {run + 1}/{RUNS}: "
                 + ", ".join(f"{k} {v[-1]:.0f} pods/s" for k, v in results.items() if v)
                 + (f"; operator CPU {cpu[-1]:.1f} s" if cpu else "")
             )
-        if spy is not None:
-            spy.send_signal(signal.SIGINT)
-            spy.wait(timeout=60)
         if ONLY:
             return
 

@@ -63,7 +63,8 @@ class OperatorConfig(BaseModel):
     """Least interval between writes of a pending gang's drifting figures (position, ETA)."""
     status_refresh_busy_s: float = Field(default=20.0, ge=0, le=600)
     """The same while gangs are binding: binds come first (each refresh is an API write that
-    competes with them), so drifting figures wait longer in a burst."""
+    competes with them), so drifting figures wait longer in a burst. Also the longest a gang
+    bound whole waits, in a burst, for its `Running` status and `Scheduled` Event."""
 
     @field_validator("topology_levels")
     @classmethod

@@ -196,6 +196,7 @@ class Scheduler:
         self.status_writes: dict[str, asyncio.Task[None]] = {}
         """Gangs whose status-step write is in flight (key → task)."""
         self._status_slots: asyncio.Semaphore | None = None
+        self._evict_slots: asyncio.Semaphore | None = None
         self.deferred: dict[str, Deferred] = {}
         """Gangs bound whole whose `Running` status and Event wait for the burst to end."""
         self.view_cache = ViewCache()
@@ -378,53 +379,75 @@ class Scheduler:
     # -- 5. evictions -----------------------------------------------------------------------
 
     async def _evict_decided(self, result: CycleResult, view: View, now: float) -> None:
+        victims = []
         for ev in result.evictions:
             gang = view.gangs.get(ev.gang)
             if gang is None or ev.gang in self.evicting or ev.gang in self.inflight:
                 continue
-            await self._evict_gang(gang, str(ev.reason), ev.message)
+            victims.append(self._evict_gang(gang, str(ev.reason), ev.message))
+        # Concurrently (the pods' evictions share `bind_concurrency` slots): one after another,
+        # a reclaim of a full `large` cluster held the loop for minutes.
+        await asyncio.gather(*victims)
 
     async def _enforce_time_limits(self, view: View, now: float) -> None:
+        victims = []
         for rg in view.snapshot.running:
             if rg.time_limit is None or rg.id in self.evicting or rg.id not in view.running:
                 continue
             if rg.id in self.inflight:
                 continue
             if now - rg.start_time > rg.time_limit:
-                await self._evict_gang(
-                    view.gangs[rg.id],
-                    "TimeLimitExceeded",
-                    f"ran {now - rg.start_time:.0f}s, over its time limit of {rg.time_limit:.0f}s",
+                victims.append(
+                    self._evict_gang(
+                        view.gangs[rg.id],
+                        "TimeLimitExceeded",
+                        f"ran {now - rg.start_time:.0f}s, over its time limit of "
+                        f"{rg.time_limit:.0f}s",
+                    )
                 )
+        await asyncio.gather(*victims)
 
     async def _evict_degraded(self, view: View) -> None:
         if self.config.member_failure != "evict":
             return
+        victims = []
         for key in sorted(view.running):
             gang = view.gangs[key]
             if key in self.evicting or key in self.inflight or gang.failed == 0:
                 continue
             live = [p for p in gang.bound(self.assumed) if not p.deleting]
             if len(live) + gang.succeeded < gang.min_member:
-                await self._evict_gang(gang, "MemberFailed", f"{gang.failed} member(s) failed")
+                victims.append(
+                    self._evict_gang(gang, "MemberFailed", f"{gang.failed} member(s) failed")
+                )
+        await asyncio.gather(*victims)
 
     async def _evict_gang(self, gang: Gang, reason: str, message: str) -> None:
         """Evict every bound pod of the gang through the Eviction API, with a grace period."""
         self.evicting[gang.key] = self.clock() + 120
         await self._status_landed(gang.key)
         self.metrics.evictions_total.labels(reason=reason).inc()
-        blocked = []
-        for pod in gang.bound(self.assumed):
+        if self._evict_slots is None:
+            self._evict_slots = asyncio.Semaphore(self.config.bind_concurrency)
+        slots = self._evict_slots
+
+        async def evict_one(pod: PodRec) -> str | None:
+            """Evict one member; its name if a disruption budget refused it."""
             self._emit(
                 _ref_pod(pod), reason, f"evicted with its gang {gang.key}: {message}", "Warning"
             )
             try:
-                await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
+                async with slots:
+                    await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
             except ApiError as exc:
                 if exc.status == 429:
-                    blocked.append(pod.name)
-                elif exc.status != 404:
+                    return pod.name
+                if exc.status != 404:
                     log.warning("evicting %s: %s", pod.key, exc)
+            return None
+
+        refused = await asyncio.gather(*(evict_one(p) for p in gang.bound(self.assumed)))
+        blocked = [name for name in refused if name is not None]
         if gang.group:
             previous = gang.group.status
             patch = {

@@ -381,3 +381,49 @@ def test_a_gang_bound_whole_does_not_poke_the_loop_a_rolled_back_one_does() -> N
             return s.wake.is_set()
 
         assert asyncio.run(scenario()) is pokes, f"binds failing: {failing or 'none'}"
+
+
+class BarrierEvictApi(FakeApi):
+    """Each eviction waits until `parties` evictions have started: one after another, they
+    never would, and the test's deadline fails them."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.parties, self.started = parties, 0
+        self.all_started = asyncio.Event()
+
+    async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
+        self.started += 1
+        if self.started >= self.parties:
+            self.all_started.set()
+        await asyncio.wait_for(self.all_started.wait(), timeout=2)
+        await super().evict(namespace, pod, grace_s)
+
+
+def test_evictions_of_several_gangs_run_concurrently() -> None:
+    """A reclaim can pick hundreds of gangs; evicted one pod at a time it held the loop for
+    minutes on the `large` shape. The members of every victim gang are evicted at once (bounded
+    by `bind_concurrency`)."""
+    from types import SimpleNamespace
+
+    api = BarrierEvictApi(parties=4)
+    bound = [
+        pod("a", group="g", gpus=4, node_name="n1", phase="Running"),
+        pod("b", group="g", gpus=4, node_name="n1", phase="Running"),
+        pod("c", group="h", gpus=4, node_name="n2", phase="Running"),
+        pod("d", group="h", gpus=4, node_name="n2", phase="Running"),
+    ]
+    cfg = build_config(metrics_port=0, health_port=0)
+    sched = Scheduler(
+        cfg, api, ListSource(bound, [group("g", 2), group("h", 2)]), clock=lambda: 1.0
+    )
+    view = sched._view(sched.source.records(), 1.0)
+    result: Any = SimpleNamespace(
+        evictions=[
+            SimpleNamespace(gang=key, reason="Reclaimed", message="test")
+            for key in ("ns/g", "ns/h")
+        ]
+    )
+    asyncio.run(asyncio.wait_for(sched._evict_decided(result, view, 1.0), timeout=5))
+    assert sorted(c[1] for c in api.calls if c[0] == "evict") == ["a", "b", "c", "d"]
+    assert [c for c in api.calls if c[0] == "evicted"] == [("evicted", "Reclaimed")] * 2

@@ -485,7 +485,8 @@ class Scheduler:
             self._spawn(self.inflight, key, work, "binding", then=self._bind_ended)
 
     def _bind_ended(self, failed: bool) -> None:
-        """The last gang in flight is done: the burst is over, so the deferred reports go now.
+        """A gang's bind task ended. If it was the last in flight, the burst is over and the
+        deferred reports go now.
 
         A gang that bound whole does not poke the loop: its capacity was counted as placed from
         the moment it was reserved, so the next cycle could decide nothing new (measured: in a

@@ -28,6 +28,7 @@ view.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -39,6 +40,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -79,10 +81,11 @@ PYSPY = os.environ.get("E2E_PYSPY", "")
 # The operator (a child process) inherits PYTHONPATH, so it imports the compiled core if set.
 CORE = "compiled" if os.environ.get("PHALANX_CORE_BUILD") else "pure"
 METRICS_PORT = free_port()
-# E2E_APISERVER_PPROF=FILE: a CPU profile of the API server over each queue-released window
-# (its /debug/pprof, on by default), to read with `go tool pprof`: where the bottleneck's time goes.
-APISERVER_PPROF = os.environ.get("E2E_APISERVER_PPROF", "")
 """The operator's metrics port (the bench reads its cycle count around each window)."""
+# E2E_APISERVER_PPROF=FILE: a CPU profile of the API server over each bare and queue-released
+# window (its /debug/pprof, on by default), to read with `go tool pprof`: where the bottleneck's
+# time goes.
+APISERVER_PPROF = os.environ.get("E2E_APISERVER_PPROF", "")
 
 
 def log(msg: str) -> None:
@@ -318,19 +321,12 @@ def run_bare(c: Cluster, run: int, nodes: list[str], op_pid: int) -> float:
     create_pods(c, ns, [pod_body(n, "nobody", None, False) for n in names])
     rec = BindRecorder(c, ns).start()
     requests_before, cpu_before = api_requests(c), cluster_cpu(op_pid)
-    profiler = None
-    if APISERVER_PPROF:
-        profiler = threading.Thread(
-            target=apiserver_profile, args=(c, f"{APISERVER_PPROF}.bare{run}")
-        )
-        profiler.start()
-    started = time.time()
-    asyncio.run(_bare_bind(c, ns, names, nodes))
-    rec.wait_all(len(names), timeout=600)
+    with profiled(c, f"bare{run}"):
+        started = time.time()
+        asyncio.run(_bare_bind(c, ns, names, nodes))
+        rec.wait_all(len(names), timeout=600)
     elapsed = max(rec.bound_at.values()) - started
     log(f"bare loop: first bind {min(rec.bound_at.values()) - started:.2f} s after the start")
-    if profiler is not None:
-        profiler.join()
     cpu_after = cluster_cpu(op_pid)
     log_requests(c, "bare loop", requests_before, len(names))
     log_cpu(f"the bare loop's {elapsed:.1f} s", cpu_before, cpu_after)
@@ -426,34 +422,15 @@ def run_queue_released(c: Cluster, run: int, op_pid: int) -> tuple[float, list[f
     requests_before = api_requests(c)
     cpu_before = cluster_cpu(op_pid)
     cycles_before = operator_cycles()
-    spy = None
-    if PYSPY:
-        spy = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "py-spy"),
-                *("record", "--pid", str(op_pid), "--rate", "100", "--format", "raw"),
-                *("--output", f"{PYSPY}.{run}", "--nonblocking"),
-            ],
-            stdout=subprocess.DEVNULL,
+    with profiled(c, str(run), op_pid):
+        released = time.time()
+        c.custom.patch_cluster_custom_object(
+            "phalanx.dev", "v1alpha1", "queues", queue, {"spec": {"limit": None}}
         )
-        time.sleep(1)  # py-spy attached
-    profiler = None
-    if APISERVER_PPROF:
-        profiler = threading.Thread(target=apiserver_profile, args=(c, f"{APISERVER_PPROF}.{run}"))
-        profiler.start()
-    released = time.time()
-    c.custom.patch_cluster_custom_object(
-        "phalanx.dev", "v1alpha1", "queues", queue, {"spec": {"limit": None}}
-    )
-    rec.wait_all(len(names), timeout=600)
-    cpu_after, window = cluster_cpu(op_pid), time.time() - released
+        rec.wait_all(len(names), timeout=600)
+        cpu_after, window = cluster_cpu(op_pid), time.time() - released
     log_requests(c, "phalanx, queue limit lifted", requests_before, len(names))
     log_cpu(f"the {window:.1f} s from the lift to the last bind", cpu_before, cpu_after)
-    if profiler is not None:
-        profiler.join()
-    if spy is not None:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(timeout=60)
     cycles, cycle_s = (a - b for a, b in zip(operator_cycles(), cycles_before, strict=True))
     log(f"operator: {cycles:.0f} scheduling cycles in the window, {cycle_s:.1f} s in all")
     last = max(rec.bound_at.values())
@@ -487,6 +464,35 @@ def cluster_cpu(op_pid: int) -> dict[str, float]:
         except OSError:
             continue
     return out
+
+
+@contextlib.contextmanager
+def profiled(c: Cluster, tag: str, op_pid: int | None = None) -> Iterator[None]:
+    """Around a timed window: the API server's CPU profile (E2E_APISERVER_PPROF) and, given the
+    operator's pid, a py-spy recording of it (E2E_PYSPY), each written to `<FILE>.<tag>`."""
+    spy = None
+    if PYSPY and op_pid is not None:
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                *("record", "--pid", str(op_pid), "--rate", "100", "--format", "raw"),
+                *("--output", f"{PYSPY}.{tag}", "--nonblocking"),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(1)  # py-spy attached
+    profiler = None
+    if APISERVER_PPROF:
+        profiler = threading.Thread(target=apiserver_profile, args=(c, f"{APISERVER_PPROF}.{tag}"))
+        profiler.start()
+    try:
+        yield
+    finally:
+        if profiler is not None:
+            profiler.join()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
 
 
 def apiserver_profile(c: Cluster, out: str, seconds: int = 4) -> None:

@@ -41,6 +41,9 @@ class OperatorConfig(BaseModel):
     namespaces: tuple[str, ...] = ()
     cycle_interval_s: float = Field(default=5.0, gt=0, le=3600)
     debounce_s: float = Field(default=0.2, ge=0, le=10)
+    """The longest a change waits for its cycle while more changes keep coming (a burst)."""
+    debounce_quiet_s: float = Field(default=0.05, ge=0, le=10)
+    """A cycle starts once no change has come for this long (a lone change waits no more)."""
     usage_half_life_s: float = Field(default=7 * 24 * 3600, gt=0)
     backfill: bool = True
     backfill_depth: int = Field(default=100, ge=0, le=100_000)

@@ -32,6 +32,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
 MERGE_PATCH = "application/merge-patch+json"
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+"""Accept header of the status patches: their answer is only the object's metadata. We never read
+it, and encoding the whole PodGroup back is API-server CPU in the middle of a bind burst (where a
+binding's answer is a small Status); the plain form after the comma is the fallback."""
 log = logging.getLogger("phalanx.api")
 
 
@@ -132,12 +136,17 @@ class Api:
         self.component = component
 
     async def _send(
-        self, method: str, path: str, body: object, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: object,
+        content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> bytes:
         """One request on the client's own session, body serialised by orjson (see above)."""
         headers = {
             **self.client.default_headers,
-            "Accept": "application/json",
+            "Accept": accept,
             "Content-Type": content_type,
         }
         await self.client.update_params_for_auth(headers, [], ["BearerToken"])
@@ -199,11 +208,11 @@ class Api:
     ) -> None:
         """A JSON merge patch of the status subresource (null removes a field)."""
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
-        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH)
+        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
-        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH)
+        await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
 
     async def event(
         self,

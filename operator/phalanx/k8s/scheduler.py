@@ -74,6 +74,8 @@ from phalanx.k8s.view import Gang, View, ViewCache, build_view
 log = logging.getLogger("phalanx.scheduler")
 STATUS_WRITES = 16
 """PodGroup status patches in flight at once (binds have their own, larger, limit)."""
+PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail")
+"""Status fields that describe a gang waiting; the decision record removes them."""
 DRIFTING_FIELDS = frozenset(
     {
         "queuePosition",
@@ -193,6 +195,7 @@ class Scheduler:
         self.inflight: dict[str, asyncio.Task[None]] = {}
         """Gangs whose bind task is running (key → task); see the module docstring."""
         self._bind_slots: asyncio.Semaphore | None = None
+        self._decision_slots: asyncio.Semaphore | None = None
         self.status_writes: dict[str, asyncio.Task[None]] = {}
         """Gangs whose status-step write is in flight (key → task)."""
         self._status_slots: asyncio.Semaphore | None = None
@@ -237,8 +240,35 @@ class Scheduler:
             await asyncio.wait([task])
 
     def poke(self) -> None:
-        """Something changed: run a cycle soon (debounced)."""
+        """Something changed: run a cycle soon (debounced, `_settle_pokes`)."""
         self.wake.set()
+
+    async def _settle_pokes(self) -> None:
+        """Wait until the pokes stop for `debounce_quiet_s`, but no longer than `debounce_s`
+        after the first.
+
+        Why a quiet period rather than a fixed delay: changes come in two kinds. A burst (a Job
+        creating its pods, gates lifted one by one) is worth gathering into one cycle, and the
+        cap still makes one every `debounce_s` while it lasts. A lone change (a Queue's limit
+        lifted, a gang's PodGroup created after its pods, a gang finishing) has nothing to gather:
+        a fixed 0.2 s delay left the API server idle before the first decision of a release
+        (measured in bench/e2e_bench.py). A timer cycle (no poke) starts at once.
+        """
+        if not self.wake.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        cap = loop.time() + self.config.debounce_s
+        while True:
+            self.wake.clear()
+            left = cap - loop.time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(
+                    self.wake.wait(), timeout=min(self.config.debounce_quiet_s, left)
+                )
+            except TimeoutError:
+                return  # quiet
 
     async def run(self, synced: asyncio.Event) -> None:
         await synced.wait()
@@ -246,8 +276,7 @@ class Scheduler:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout=self.config.cycle_interval_s)
-            await asyncio.sleep(self.config.debounce_s)
-            self.wake.clear()
+            await self._settle_pokes()
             try:
                 await self.cycle()
             except Exception:
@@ -472,6 +501,7 @@ class Scheduler:
         if self._bind_slots is None:
             # One limit on binds in flight across all gangs and cycles.
             self._bind_slots = asyncio.Semaphore(self.config.bind_concurrency)
+            self._decision_slots = asyncio.Semaphore(max(1, self.config.bind_concurrency // 4))
         for key, pods in sorted(result.bindings.items()):
             if key in self.inflight:
                 continue  # more members of a gang still binding: placed by a later cycle
@@ -533,10 +563,20 @@ class Scheduler:
         await self._status_landed(gang.key)  # an earlier pending status must not land after ours
         if gang.group:
             # Record the decision before binding: a restarted operator can see what was intended.
-            await self._patch_group(
-                gang,
-                {"phase": "Binding", "placement": placement_body(placement, pods)},
-            )
+            # Decisions have slots of their own, a quarter of the binds': unbounded, a burst's
+            # decisions all went ahead of its first bind (and with the binds' slots, FIFO, they
+            # would still), and the API server held twice the bare loop's writes in flight.
+            # What only a pending gang has (its place in the queue, its ETA, why it waited)
+            # goes with it: stale from now on, and each field the API server keeps is work in
+            # every later write of the object.
+            record: dict[str, Any] = {
+                "phase": "Binding",
+                "placement": placement_body(placement, pods),
+                **{k: None for k in PENDING_ONLY if gang.group.status.get(k) is not None},
+            }
+            assert self._decision_slots is not None
+            async with self._decision_slots:
+                await self._patch_group(gang, record)
         by_key = {p.key: p for p in gang.pods}
         deadline = time.monotonic() + self.config.bind_deadline_s
         first_bind: float | None = None

@@ -50,8 +50,8 @@ def test_the_client_ignores_proxy_variables_and_netrc(tmp_path: Path) -> None:
 def test_the_lean_write_path_sends_what_the_generated_client_would(tmp_path: Path) -> None:
     """Binds, PodGroup status patches and Events go straight to the client's aiohttp session
     (api.py says why). Against a loopback HTTP server: the path, the method, the content type,
-    the token from the kubeconfig and the JSON body; an error status raises ApiError with the
-    API server's message."""
+    the answer asked for, the token from the kubeconfig and the JSON body; an error status raises
+    ApiError with the API server's message."""
     import json
 
     from aiohttp import web
@@ -59,9 +59,11 @@ def test_the_lean_write_path_sends_what_the_generated_client_would(tmp_path: Pat
     from phalanx.k8s.api import Api, ApiError
 
     seen: list[tuple[str, str, str | None, str | None, object]] = []
+    accepts: list[str | None] = []
 
     async def handle(request: web.Request) -> web.Response:
         body = json.loads(await request.read())
+        accepts.append(request.headers.get("Accept"))
         seen.append(
             (
                 request.method,
@@ -119,5 +121,10 @@ def test_the_lean_write_path_sends_what_the_generated_client_would(tmp_path: Pat
         "application/merge-patch+json",
     )
     assert patch[4] == {"status": {"phase": "Binding", "placement": None}}
+    # A status patch asks only for the object's metadata back (the bind and the Event: JSON).
+    assert accepts[1] is not None and accepts[1].startswith(
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    ), accepts[1]
+    assert accepts[0] == accepts[2] == "application/json", accepts
     assert event[:2] == ("POST", "/api/v1/namespaces/ns/events")
     assert isinstance(event[4], dict) and event[4]["reason"] == "Scheduled"

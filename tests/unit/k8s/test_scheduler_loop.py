@@ -116,6 +116,29 @@ def test_the_decision_is_recorded_before_any_bind_and_the_gang_binds_whole() -> 
     assert set(sched.assumed.values()) == {"n1", "n2"}
 
 
+def test_the_decision_record_drops_what_only_a_waiting_gang_has() -> None:
+    """Its queue position and why it waited are stale once it binds; fields it never had are
+    not named (a null for an absent field would be a no-op the API server still works through)."""
+    waited = {
+        **group("g", 2),
+        "status": {"phase": "Pending", "queuePosition": 3, "pendingDetail": {"freeGPUs": 0}},
+    }
+    api = FakeApi()
+    source = ListSource([pod("a", group="g"), pod("b", group="g")], [waited])
+    cfg = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+    sched = Scheduler(cfg, api, source, clock=lambda: 1000.0)
+
+    async def one_cycle() -> None:
+        await sched.cycle()
+        await sched.settle()
+
+    asyncio.run(one_cycle())
+    record = api.statuses[0]
+    assert record["phase"] == "Binding" and record["placement"]["pods"], record
+    assert record["queuePosition"] is None and record["pendingDetail"] is None, record
+    assert "estimatedStartTime" not in record, record
+
+
 def test_a_member_that_cannot_bind_by_the_deadline_rolls_the_whole_gang_back() -> None:
     api = FakeApi(failing={"b"})
     sched = run(api)
@@ -427,3 +450,68 @@ def test_evictions_of_several_gangs_run_concurrently() -> None:
     asyncio.run(asyncio.wait_for(sched._evict_decided(result, view, 1.0), timeout=5))
     assert sorted(c[1] for c in api.calls if c[0] == "evict") == ["a", "b", "c", "d"]
     assert [c for c in api.calls if c[0] == "evicted"] == [("evicted", "Reclaimed")] * 2
+
+
+def _debounced(quiet: float, cap: float) -> Scheduler:
+    cfg = build_config(debounce_s=cap, debounce_quiet_s=quiet, metrics_port=0, health_port=0)
+    return Scheduler(cfg, FakeApi(), ListSource([], []), clock=lambda: 1000.0)
+
+
+def test_a_lone_poke_waits_only_the_quiet_period_not_the_whole_debounce() -> None:
+    """A Queue's limit lifted is one event: nothing more will come to gather, so its cycle
+    must not wait out the burst cap (5 s here)."""
+    sched = _debounced(quiet=0.05, cap=5.0)
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        sched.poke()
+        started = loop.time()
+        await asyncio.wait_for(sched._settle_pokes(), timeout=10)
+        return loop.time() - started
+
+    waited = asyncio.run(scenario())
+    assert waited >= 0.05, f"the cycle started {waited:.3f} s after a poke, before it was quiet"
+    assert waited < 2.5, f"a lone poke waited {waited:.2f} s, towards the 5 s burst cap"
+    assert not sched.wake.is_set(), "the settled poke is still pending"
+
+
+def test_a_burst_of_pokes_is_gathered_but_never_past_the_cap() -> None:
+    """Pokes every 10 ms never leave a 0.3 s quiet period; the 0.6 s cap still ends the wait,
+    and a poke arriving after the cycle has started is kept for the next one."""
+    sched = _debounced(quiet=0.3, cap=0.6)
+
+    async def scenario() -> tuple[float, bool]:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+
+        async def burst() -> None:
+            while not stop.is_set():
+                sched.poke()
+                await asyncio.sleep(0.01)
+
+        poker = asyncio.create_task(burst())
+        await asyncio.sleep(0.02)
+        started = loop.time()
+        await asyncio.wait_for(sched._settle_pokes(), timeout=5)
+        waited = loop.time() - started
+        await asyncio.sleep(0.05)  # the burst goes on after the cycle began
+        stop.set()
+        await poker
+        return waited, sched.wake.is_set()
+
+    waited, pending = asyncio.run(scenario())
+    assert waited >= 0.55, f"the burst was cut after {waited:.3f} s, before the 0.6 s cap"
+    assert pending, "a poke that came after the wait ended was lost"
+
+
+def test_a_timer_cycle_without_pokes_starts_at_once() -> None:
+    sched = _debounced(quiet=5.0, cap=5.0)
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.wait_for(sched._settle_pokes(), timeout=10)
+        return loop.time() - started
+
+    waited = asyncio.run(scenario())
+    assert waited < 2.5, f"with no poke the cycle waited {waited:.2f} s (quiet period is 5 s)"

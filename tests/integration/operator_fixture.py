@@ -236,7 +236,9 @@ class OperatorProcess:
         if refused := self.forbidden(since=self.start_offset):
             self.stop()
             pytest.fail(f"the chart's RBAC refused the operator:\n{refused}")
-        if self.exited():
+        # Exited after syncing is not a failed start: a fault-injected operator may bind and die
+        # within one poll of this wait (the crash test's kills); the caller checks how it ended.
+        if self.exited() and "view synced" not in self.log_since(self.start_offset):
             pytest.fail(f"operator exited at start:\n{self.tail()}")
         return self
 

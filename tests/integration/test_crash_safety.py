@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
 
 from tests.integration.conftest import Cluster
 from tests.integration.objects import gang_pod, pod_group
@@ -35,27 +36,66 @@ RESULTS = os.environ.get("PHALANX_CHAOS_RESULTS")
 
 
 class BindWatch:
-    """Every (pod uid → node) ever seen; a second, different node for one uid is a double bind."""
+    """Every (pod uid → node) ever seen; a second, different node for one uid is a double bind.
+
+    It also notes each moment a gang stops being partly bound (`healed_at`): from the watch, which
+    sees every transition in order, rather than by polling, which missed the moment when a
+    restarted operator rolled a gang back and bound it again within one poll.
+    """
 
     def __init__(self, cluster: Cluster, ns: str) -> None:
         self.cluster, self.ns = cluster, ns
         self.nodes: dict[str, str] = {}
         self.double: list[str] = []
+        self.healed_at: list[float] = []
+        self._live: dict[str, tuple[str, bool]] = {}  # uid → (gang, bound), not being deleted
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _partial(self) -> bool:
+        bound: dict[str, int] = {}
+        for gang, is_bound in self._live.values():
+            bound[gang] = bound.get(gang, 0) + is_bound
+        return any(0 < n < PODS for n in bound.values())
+
     def _run(self) -> None:
         w = watch.Watch()
+        version: str | None = None
         while not self._stop.is_set():
-            for ev in w.stream(self.cluster.core.list_namespaced_pod, self.ns, timeout_seconds=2):
-                pod = ev["object"]
-                uid, node = pod.metadata.uid, pod.spec.node_name
-                if node:
-                    seen = self.nodes.setdefault(uid, node)
-                    if seen != node:
-                        self.double.append(f"{pod.metadata.name}: {seen} then {node}")
-                if self._stop.is_set():
-                    break
+            kwargs: dict[str, Any] = {"timeout_seconds": 2}
+            if version:
+                kwargs["resource_version"] = version  # go on where the last stream ended
+            else:
+                self._live.clear()  # a fresh stream begins with every pod ADDED
+            try:
+                for ev in w.stream(self.cluster.core.list_namespaced_pod, self.ns, **kwargs):
+                    self._record(ev["type"], ev["object"])
+                    if self._stop.is_set():
+                        break
+                version = w.resource_version
+            except ApiException as exc:
+                if exc.status != 410:
+                    raise
+                version = None  # too old: start over from a fresh list
+
+    def _record(self, kind: str, pod: Any) -> None:
+        uid, node = pod.metadata.uid, pod.spec.node_name
+        if node:
+            seen = self.nodes.setdefault(uid, node)
+            if seen != node:
+                self.double.append(f"{pod.metadata.name}: {seen} then {node}")
+        was_partial = self._partial()
+        gang = (pod.metadata.labels or {}).get("phalanx.dev/pod-group")
+        if kind == "DELETED" or pod.metadata.deletion_timestamp is not None or not gang:
+            self._live.pop(uid, None)
+        else:
+            self._live[uid] = (gang, bool(node))
+        if was_partial and not self._partial():
+            self.healed_at.append(time.monotonic())
+
+    def healed_since(self, started: float) -> float | None:
+        """Seconds from `started` to the first moment no gang was partly bound, if any."""
+        return next((t - started for t in self.healed_at if t >= started), None)
 
     def __enter__(self) -> BindWatch:
         self._thread.start()
@@ -134,16 +174,14 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
             )
             started = time.monotonic()
             op.start()
-            healed = False
             while not op.exited():
-                if not healed and not partial_gangs(cluster, ns):
-                    heal_times.append(time.monotonic() - started)
-                    healed = True
                 if time.monotonic() - started > 90:
                     op.kill()
                     pytest.fail(f"round {round_no}: the operator never hit its fault\n{op.tail()}")
                 time.sleep(0.05)
             assert op.proc is not None and op.proc.returncode == 137, op.tail()
+            if (healed := binds.healed_since(started)) is not None:
+                heal_times.append(healed)  # (a kill before the repair ended leaves none)
             partial = partial_gangs(cluster, ns)
             assert partial, (
                 f"round {round_no}: the kill after {die_after} binds left no partial gang"
@@ -159,7 +197,12 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
                 timeout=60,
                 what="no gang to be partly bound after the final restart",
             )
-            heal_times.append(time.monotonic() - started)
+            wait_for(
+                lambda: binds.healed_since(started) is not None,
+                timeout=30,
+                what="the pod watch to have seen the last partly bound gang end",
+            )
+            heal_times.append(binds.healed_since(started) or 0.0)
             # Two 64-GPU gangs fit the cluster: those bind whole, any other waits unbound.
             counts = wait_for(
                 lambda: (

@@ -24,6 +24,8 @@ from typing import Any
 
 import aiohttp
 
+from phalanx.k8s.api import MERGE_PATCH, METADATA_ONLY
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 from e2e_bench import (  # noqa: E402
@@ -111,6 +113,8 @@ async def _send(c: Cluster, requests: list[tuple[str, str, Any, str]], inflight:
             async with sem:
                 data = json.dumps(body).encode()
                 headers = {"Content-Type": ctype}
+                if ctype == MERGE_PATCH:
+                    headers["Accept"] = METADATA_ONLY  # as the operator's status patches ask
                 async with s.request(method, f"{c.server}/{path}", data=data, headers=headers) as r:
                     await r.read()
                     if r.status >= 300:
@@ -143,7 +147,7 @@ def one_round(c: Cluster, nodes: list[str], r: int) -> dict[str, dict[str, float
             "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(f"g{i}", 8)
         )
     time.sleep(3)
-    merge = "application/merge-patch+json"
+    merge = MERGE_PATCH
     pg = f"{GROUP}/namespaces/{ns}/podgroups"
     kinds: dict[str, Callable[[int], tuple[str, str, Any, str]]] = {
         "binding": lambda i: (

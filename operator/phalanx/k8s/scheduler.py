@@ -252,7 +252,8 @@ class Scheduler:
         cap still makes one every `debounce_s` while it lasts. A lone change (a Queue's limit
         lifted, a gang's PodGroup created after its pods, a gang finishing) has nothing to gather:
         a fixed 0.2 s delay left the API server idle before the first decision of a release
-        (measured in bench/e2e_bench.py). A timer cycle (no poke) starts at once.
+        (bench/e2e_bench.py logs each window's first-bind delay). A timer cycle (no poke) starts
+        at once.
         """
         if not self.wake.is_set():
             return

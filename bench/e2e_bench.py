@@ -61,7 +61,9 @@ from tests.integration.objects import TOLERATE_KWOK, container, pod_group  # noq
 from tests.integration.operator_fixture import apply_crds, free_port  # noqa: E402
 
 NAME = "phalanx-bench-e2e"
-RUNS = int(os.environ.get("E2E_RUNS", "3"))
+# Five runs: on 2 noisy cores single windows swing by a third either way (the bare loop alone ran
+# 392-657 pods/s in one session), and three runs left the verdict on the 0.8 target to chance.
+RUNS = int(os.environ.get("E2E_RUNS", "5"))
 GANGS = int(os.environ.get("E2E_GANGS", "250"))
 # Pods per gang. The bind protocol's writes are per gang (the decision before the binds, Running
 # after, one Event), so their share of the API server's work falls as gangs grow: E2E_GANG_SIZE=64

@@ -194,12 +194,15 @@ class Scheduler:
         self.refreshed: dict[str, float] = {}
         self.inflight: dict[str, asyncio.Task[None]] = {}
         """Gangs whose bind task is running (key → task); see the module docstring."""
-        self._bind_slots: asyncio.Semaphore | None = None
-        self._decision_slots: asyncio.Semaphore | None = None
         self.status_writes: dict[str, asyncio.Task[None]] = {}
         """Gangs whose status-step write is in flight (key → task)."""
-        self._status_slots: asyncio.Semaphore | None = None
-        self._evict_slots: asyncio.Semaphore | None = None
+        # Limits on writes in flight, each across all gangs and cycles. (A semaphore binds to the
+        # running loop only when a task first waits on it, so making them here is safe.)
+        self._bind_slots = asyncio.Semaphore(config.bind_concurrency)
+        self._decision_slots = asyncio.Semaphore(max(1, config.bind_concurrency // 4))
+        """Decision records' own slots: see `_bind_gang`."""
+        self._evict_slots = asyncio.Semaphore(config.bind_concurrency)
+        self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         self.deferred: dict[str, Deferred] = {}
         """Gangs bound whole whose `Running` status and Event wait for the burst to end."""
         self.view_cache = ViewCache()
@@ -457,9 +460,6 @@ class Scheduler:
         self.evicting[gang.key] = self.clock() + 120
         await self._status_landed(gang.key)
         self.metrics.evictions_total.labels(reason=reason).inc()
-        if self._evict_slots is None:
-            self._evict_slots = asyncio.Semaphore(self.config.bind_concurrency)
-        slots = self._evict_slots
 
         async def evict_one(pod: PodRec) -> str | None:
             """Evict one member; its name if a disruption budget refused it."""
@@ -467,7 +467,7 @@ class Scheduler:
                 _ref_pod(pod), reason, f"evicted with its gang {gang.key}: {message}", "Warning"
             )
             try:
-                async with slots:
+                async with self._evict_slots:
                     await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
             except ApiError as exc:
                 if exc.status == 429:
@@ -499,10 +499,6 @@ class Scheduler:
     # -- 6. binding -------------------------------------------------------------------------
 
     def _start_binds(self, result: CycleResult, view: View, now: float) -> None:
-        if self._bind_slots is None:
-            # One limit on binds in flight across all gangs and cycles.
-            self._bind_slots = asyncio.Semaphore(self.config.bind_concurrency)
-            self._decision_slots = asyncio.Semaphore(max(1, self.config.bind_concurrency // 4))
         for key, pods in sorted(result.bindings.items()):
             if key in self.inflight:
                 continue  # more members of a gang still binding: placed by a later cycle
@@ -565,17 +561,13 @@ class Scheduler:
         if gang.group:
             # Record the decision before binding: a restarted operator can see what was intended.
             # Decisions have slots of their own, a quarter of the binds': unbounded, a burst's
-            # decisions all went ahead of its first bind (and with the binds' slots, FIFO, they
-            # would still), and the API server held twice the bare loop's writes in flight.
-            # What only a pending gang has (its place in the queue, its ETA, why it waited)
-            # goes with it: stale from now on, and each field the API server keeps is work in
-            # every later write of the object.
+            # decisions all went ahead of its first bind (sharing the binds' FIFO slots, they
+            # still would). What only a waiting gang has (PENDING_ONLY) goes: stale from now on.
             record: dict[str, Any] = {
                 "phase": "Binding",
                 "placement": placement_body(placement, pods),
                 **{k: None for k in PENDING_ONLY if gang.group.status.get(k) is not None},
             }
-            assert self._decision_slots is not None
             async with self._decision_slots:
                 await self._patch_group(gang, record)
         by_key = {p.key: p for p in gang.pods}
@@ -671,8 +663,6 @@ class Scheduler:
         waited = time.monotonic() - oldest
         if self.inflight and waited < self.config.status_refresh_busy_s and not force:
             return
-        if self._status_slots is None:
-            self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         for key in sorted(self.deferred):
             if key in self.status_writes:
                 continue  # an earlier write of it is landing; the next flush takes this one
@@ -768,8 +758,6 @@ class Scheduler:
             write = self._status_change(gang, desired)
             if write is not None:
                 writes[key] = write
-        if self._status_slots is None:
-            self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         for key, write in writes.items():
             self._spawn(self.status_writes, key, self._limited(self._status_slots, write), "status")
 

@@ -72,7 +72,7 @@ def run(
     backfill_depth: Annotated[int, typer.Option(envvar=_env("backfill-depth"))] = 100,
     reclaim: Annotated[bool, typer.Option(envvar=_env("reclaim"))] = True,
     preemption: Annotated[bool, typer.Option(envvar=_env("preemption"))] = True,
-    bind_concurrency: Annotated[int, typer.Option(envvar=_env("bind-concurrency"))] = 32,
+    bind_concurrency: Annotated[int, typer.Option(envvar=_env("bind-concurrency"))] = 64,
     bind_deadline: Annotated[float, typer.Option(envvar=_env("bind-deadline"))] = 5.0,
     eviction_grace: Annotated[int, typer.Option(envvar=_env("eviction-grace"))] = 30,
     member_failure: Annotated[str, typer.Option(envvar=_env("member-failure"))] = "evict",

@@ -71,6 +71,11 @@ class OperatorConfig(BaseModel):
     """The same while gangs are binding: binds come first (each refresh is an API write that
     competes with them), so drifting figures wait longer in a burst. Also the longest a gang
     bound whole waits, in a burst, for its `Running` status and `Scheduled` Event."""
+    status_quiet_s: float = Field(default=0.5, ge=0, le=60)
+    """How long after the last gang's binds end the operator still counts as binding. Gangs
+    that arrive one after another (a controller creating pods, gates lifted one by one) leave no
+    gang in flight for moments between them; reports written in those moments land in the
+    middle of the next gang's binds (measured: 2 more writes per gang, ~12% fewer pods/s)."""
 
     @field_validator("topology_levels")
     @classmethod

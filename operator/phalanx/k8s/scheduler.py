@@ -29,9 +29,10 @@ Binds come before bookkeeping. Of a gang's writes only the decision record has t
 binds; its `Running` status and its `Scheduled` Event only report what happened. While other
 gangs are still binding they are *deferred*: on 2 cores the API server is the bottleneck of a
 bind burst, and these two writes cost it more than the gang's binds (bench/write_cost.py), so
-writing them in the burst slows every gang after this one. They are written once no gang is in
-flight, or when the oldest has waited `status_refresh_busy_s`, or just before any other write of
-the same gang (so a gang's writes still land in order). A deferred gang counts as running to the
+writing them in the burst slows every gang after this one. They are written once no gang has
+been in flight for `status_quiet_s` (a burst can arrive as a trickle of gangs), or when the
+oldest has waited `status_refresh_busy_s`, or just before any other write of the same gang (so a
+gang's writes still land in order). A deferred gang counts as running to the
 partial-gang repair. A crash loses only these reports: the next leader sees the gang bound whole
 and writes its `Running` status from its own view.
 """
@@ -205,6 +206,9 @@ class Scheduler:
         self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         self.deferred: dict[str, Deferred] = {}
         """Gangs bound whole whose `Running` status and Event wait for the burst to end."""
+        self._quiet_from = 0.0
+        """When the last gang in flight ended plus `status_quiet_s` (monotonic): see `_busy`."""
+        self._quiet_timer: asyncio.TimerHandle | None = None
         self.view_cache = ViewCache()
 
     # -- loop -------------------------------------------------------------------------------
@@ -231,6 +235,8 @@ class Scheduler:
         closes under them). A gang cut off mid-bind is left partly bound on purpose: the next
         leader rolls it back (or evicts it whole) at its first cycle, as after a crash. Deferred
         reports are dropped: the next leader writes `Running` for gangs it finds bound whole."""
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
         tasks = [*self.inflight.values(), *self.status_writes.values(), *self._background]
         for task in tasks:
             task.cancel()
@@ -523,7 +529,21 @@ class Scheduler:
         if failed:
             self.poke()  # it ended without saying how: look again
         if not self.inflight:
-            self._flush_deferred()
+            quiet = self.config.status_quiet_s
+            self._quiet_from = time.monotonic() + quiet
+            if self._quiet_timer is not None:
+                self._quiet_timer.cancel()
+            if quiet > 0:
+                self._quiet_timer = asyncio.get_running_loop().call_later(
+                    quiet, self._flush_deferred
+                )
+            else:
+                self._flush_deferred()
+
+    def _busy(self, now: float) -> bool:
+        """A gang is binding, or one ended less than `status_quiet_s` ago (the next of a trickle
+        of gangs may be about to start)."""
+        return bool(self.inflight) or now < self._quiet_from
 
     @staticmethod
     def _spawn(
@@ -655,13 +675,13 @@ class Scheduler:
             self._emit(_ref_pod(pod), "Scheduled", f"bound to {pods[pod.key]}")
 
     def _flush_deferred(self, force: bool = False) -> None:
-        """Start the deferred reports' writes if no gang is binding any more, or the oldest has
-        waited `status_refresh_busy_s` (or `force`); see the module docstring."""
+        """Start the deferred reports' writes if no gang has bound for `status_quiet_s`, or the
+        oldest has waited `status_refresh_busy_s` (or `force`); see the module docstring."""
         if not self.deferred:
             return
-        oldest = min(d.since for d in self.deferred.values())
-        waited = time.monotonic() - oldest
-        if self.inflight and waited < self.config.status_refresh_busy_s and not force:
+        now = time.monotonic()
+        waited = now - min(d.since for d in self.deferred.values())
+        if self._busy(now) and waited < self.config.status_refresh_busy_s and not force:
             return
         for key in sorted(self.deferred):
             if key in self.status_writes:
@@ -791,7 +811,8 @@ class Scheduler:
         )
         drifting = set(patch) <= DRIFTING_FIELDS
         now = time.monotonic()
-        every = self.config.status_refresh_busy_s if self.inflight else self.config.status_refresh_s
+        cfg = self.config
+        every = cfg.status_refresh_busy_s if self._busy(now) else cfg.status_refresh_s
         recent = now - self.refreshed.get(gang.key, 0.0) < every
         if drifting and not turned and recent:
             return None

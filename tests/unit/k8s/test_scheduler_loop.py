@@ -7,6 +7,7 @@ steps exactly, which a real cluster can only show through timing.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -252,7 +253,6 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
     """A refresh of figures that only drift is an API write competing with binds: while a gang
     is in flight it waits `status_refresh_busy_s`, not `status_refresh_s`; a reason that turns
     is written at once either way."""
-    import time
 
     from phalanx.k8s.view import Gang
 
@@ -289,7 +289,7 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
     asyncio.run(check())
 
 
-def _two_gangs_one_held(busy_s: float) -> tuple[GatedApi, Scheduler]:
+def _two_gangs_one_held(busy_s: float, quiet_s: float = 0.0) -> tuple[GatedApi, Scheduler]:
     """g binds at once; h's binds wait for the test's gate (h stays in flight)."""
     api = GatedApi(held={"c", "d"})
     pods = [
@@ -299,7 +299,11 @@ def _two_gangs_one_held(busy_s: float) -> tuple[GatedApi, Scheduler]:
         pod("d", group="h", gpus=4),
     ]
     cfg = build_config(
-        bind_deadline_s=5, metrics_port=0, health_port=0, status_refresh_busy_s=busy_s
+        bind_deadline_s=5,
+        metrics_port=0,
+        health_port=0,
+        status_refresh_busy_s=busy_s,
+        status_quiet_s=quiet_s,
     )
     source = ListSource(pods, [group("g", 2), group("h", 2)])
     return api, Scheduler(cfg, api, source, clock=lambda: 1000.0)
@@ -307,8 +311,9 @@ def _two_gangs_one_held(busy_s: float) -> tuple[GatedApi, Scheduler]:
 
 def test_running_status_and_event_wait_while_other_gangs_bind_then_are_written() -> None:
     """Binds come before bookkeeping: g, bound whole while h still binds, gets its `Running`
-    status and its `Scheduled` Event only once no gang is in flight."""
-    api, sched = _two_gangs_one_held(busy_s=100.0)
+    status and its `Scheduled` Event only once no gang has been in flight for `status_quiet_s`
+    (the next gang of a trickle may be about to start), with no cycle needed."""
+    api, sched = _two_gangs_one_held(busy_s=100.0, quiet_s=0.3)
 
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)
@@ -319,8 +324,12 @@ def test_running_status_and_event_wait_while_other_gangs_bind_then_are_written()
         assert ("status", "Running") not in api.calls
         assert ("event", "Scheduled") not in api.calls
         api.gate.set()
-        await asyncio.sleep(0.05)  # h ends, the last in flight: both reports go, no cycle needed
+        await asyncio.sleep(0.05)  # h ends, the last in flight
         assert not sched.inflight
+        assert sched._busy(time.monotonic()), "within status_quiet_s of the last bind: busy"
+        assert ("status", "Running") not in api.calls, "the reports wait for the quiet period"
+        await asyncio.sleep(0.4)  # both reports go once it has passed
+        assert not sched._busy(time.monotonic())
 
     asyncio.run(scenario())
     assert [c for c in api.calls if c[0] == "status"].count(("status", "Running")) == 2

@@ -534,11 +534,16 @@ class Scheduler:
             if self._quiet_timer is not None:
                 self._quiet_timer.cancel()
             if quiet > 0:
-                self._quiet_timer = asyncio.get_running_loop().call_later(
-                    quiet, self._flush_deferred
-                )
+                self._quiet_timer = asyncio.get_running_loop().call_later(quiet, self._on_quiet)
             else:
                 self._flush_deferred()
+
+    def _on_quiet(self) -> None:
+        """`status_quiet_s` has passed since the last gang in flight ended (a later end would
+        have replaced this timer). The loop may run a timer a clock tick early: quiet is now."""
+        self._quiet_timer = None
+        self._quiet_from = min(self._quiet_from, time.monotonic())
+        self._flush_deferred()
 
     def _busy(self, now: float) -> bool:
         """A gang is binding, or one ended less than `status_quiet_s` ago (the next of a trickle

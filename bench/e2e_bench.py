@@ -77,7 +77,7 @@ GANG_SIZE = int(os.environ.get("E2E_GANG_SIZE", "8"))
 MEMORY_PODS = int(os.environ.get("E2E_MEMORY_PODS", "10000"))
 GATE = "bench.phalanx.dev/hold"
 OUT = REPO / "bench" / "results" / "e2e.json"
-# For iterating on one side: E2E_ONLY=bare|phalanx|gated|kube (or a comma-separated list, e.g.
+# For iterating on one side: E2E_ONLY=bare|bare-matched|phalanx|gated|kube (or a list, e.g.
 # bare,phalanx) runs only that (no e2e.json is written), and E2E_REUSE=1 keeps the cluster up
 # afterwards and reuses one that is already up.
 ONLY = {side for side in os.environ.get("E2E_ONLY", "").split(",") if side}
@@ -353,7 +353,7 @@ def run_bare(c: Cluster, run: int, nodes: list[str], op_pid: int, inflight: int)
     create_pods(c, ns, [pod_body(n, "nobody", None, False) for n in names])
     rec = BindRecorder(c, ns).start()
     requests_before, cpu_before = api_requests(c), cluster_cpu(op_pid)
-    with profiled(c, f"bare{run}"):
+    with profiled(c, f"bare{inflight}-{run}"):
         started = time.time()
         asyncio.run(_bare_bind(c, ns, names, nodes, inflight))
         rec.wait_all(len(names), timeout=600)
@@ -614,11 +614,11 @@ def main() -> None:
             log_cpu("the queue-released phalanx run", before, after)
 
         for run in range(RUNS):
-            # The pair whose ratio is the target, in turn first: whatever the cluster carries over
-            # from the run before (the previous namespace's deletion, etcd growing until its
+            # The sides whose ratios are the target, in turn first: whatever the cluster carries
+            # over from the run before (the previous namespace's deletion, etcd growing until its
             # compaction) falls on each side alike.
-            pair = [("bare", bare), ("phalanx", phalanx), ("bare-matched", bare_matched)]
-            for side, measure in pair if run % 2 == 0 else reversed(pair):
+            sides = [("bare", bare), ("phalanx", phalanx), ("bare-matched", bare_matched)]
+            for side, measure in sides if run % 2 == 0 else reversed(sides):
                 if not ONLY or side in ONLY:
                     measure(run)
             if not ONLY or "gated" in ONLY:
@@ -663,6 +663,13 @@ def main() -> None:
         rss = operator_rss_mib(op.pid)
         lat_sorted = sorted(gang_lat)
         med = {k: statistics.median(v) for k, v in results.items()}
+
+        def paired(ref: str) -> float:
+            """Each run's Phalanx over the same run's `ref`, then the median: the pairs share
+            the cluster's state, which drifts from run to run more than either side."""
+            pairs = zip(results["phalanx"], results[ref], strict=True)
+            return round(statistics.median(p / b for p, b in pairs), 3)
+
         out = {
             "shape": "large (1,024 nodes, 8,192 GPUs)",
             "runs": RUNS,
@@ -675,24 +682,12 @@ def main() -> None:
             "bare_bind_pods_per_s": round(med["bare"], 1),
             "kube_scheduler_pods_per_s": round(med["kube"], 1),
             "ratio_to_bare": round(med["phalanx"] / med["bare"], 3),
-            # Each run's Phalanx against the same run's bare loop, then the median: the pairs
-            # share the cluster's state, which drifts from run to run more than either side.
-            "ratio_to_bare_paired_median": round(
-                statistics.median(
-                    p / b for p, b in zip(results["phalanx"], results["bare"], strict=True)
-                ),
-                3,
-            ),
+            "ratio_to_bare_paired_median": paired("bare"),
             # The same loop with as many binds in flight as the operator (MATCHED_INFLIGHT).
             "bare_matched_inflight": MATCHED_INFLIGHT,
             "bare_matched_bind_pods_per_s": round(med["bare-matched"], 1),
             "ratio_to_bare_matched": round(med["phalanx"] / med["bare-matched"], 3),
-            "ratio_to_bare_matched_paired_median": round(
-                statistics.median(
-                    p / b for p, b in zip(results["phalanx"], results["bare-matched"], strict=True)
-                ),
-                3,
-            ),
+            "ratio_to_bare_matched_paired_median": paired("bare-matched"),
             "ratio_to_kube_scheduler": round(med["gated"] / med["kube"], 3),
             "ratio_gated_to_bare": round(med["gated"] / med["bare"], 3),
             "gang_latency_p50_ms": round(1000 * lat_sorted[len(lat_sorted) // 2], 1),

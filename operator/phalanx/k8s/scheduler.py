@@ -206,9 +206,8 @@ class Scheduler:
         self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         self.deferred: dict[str, Deferred] = {}
         """Gangs bound whole whose `Running` status and Event wait for the burst to end."""
-        self._quiet_from = 0.0
-        """When the last gang in flight ended plus `status_quiet_s` (monotonic): see `_busy`."""
         self._quiet_timer: asyncio.TimerHandle | None = None
+        """Set while `status_quiet_s` has not passed since the last gang in flight ended."""
         self.view_cache = ViewCache()
 
     # -- loop -------------------------------------------------------------------------------
@@ -530,7 +529,6 @@ class Scheduler:
             self.poke()  # it ended without saying how: look again
         if not self.inflight:
             quiet = self.config.status_quiet_s
-            self._quiet_from = time.monotonic() + quiet
             if self._quiet_timer is not None:
                 self._quiet_timer.cancel()
             if quiet > 0:
@@ -540,15 +538,15 @@ class Scheduler:
 
     def _on_quiet(self) -> None:
         """`status_quiet_s` has passed since the last gang in flight ended (a later end would
-        have replaced this timer). The loop may run a timer a clock tick early: quiet is now."""
+        have replaced this timer)."""
         self._quiet_timer = None
-        self._quiet_from = min(self._quiet_from, time.monotonic())
         self._flush_deferred()
 
-    def _busy(self, now: float) -> bool:
+    def _busy(self) -> bool:
         """A gang is binding, or one ended less than `status_quiet_s` ago (the next of a trickle
-        of gangs may be about to start)."""
-        return bool(self.inflight) or now < self._quiet_from
+        of gangs may be about to start). The timer itself is the state, so a timer the loop runs
+        a clock tick early still ends the quiet period."""
+        return bool(self.inflight) or self._quiet_timer is not None
 
     @staticmethod
     def _spawn(
@@ -686,7 +684,7 @@ class Scheduler:
             return
         now = time.monotonic()
         waited = now - min(d.since for d in self.deferred.values())
-        if self._busy(now) and waited < self.config.status_refresh_busy_s and not force:
+        if self._busy() and waited < self.config.status_refresh_busy_s and not force:
             return
         for key in sorted(self.deferred):
             if key in self.status_writes:
@@ -817,7 +815,7 @@ class Scheduler:
         drifting = set(patch) <= DRIFTING_FIELDS
         now = time.monotonic()
         cfg = self.config
-        every = cfg.status_refresh_busy_s if self._busy(now) else cfg.status_refresh_s
+        every = cfg.status_refresh_busy_s if self._busy() else cfg.status_refresh_s
         recent = now - self.refreshed.get(gang.key, 0.0) < every
         if drifting and not turned and recent:
             return None

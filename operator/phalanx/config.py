@@ -50,7 +50,7 @@ class OperatorConfig(BaseModel):
     reclaim: bool = True
     preemption: bool = True
     # 64, not 32: at 32 the binds in flight, not the API server, set the pace (Little's law: the
-    # operator's round trip per bind is longer than a bare loop's); 64 bound ~20% more pods/s
+    # operator's round trip per bind is longer than a bare loop's); 64 bound 24% more pods/s
     # on the same cluster, 128 no more (bench/README.md, "How many binds in flight").
     bind_concurrency: int = Field(default=64, ge=1, le=1024)
     bind_deadline_s: float = Field(default=5.0, gt=0, le=300)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT.parent / "shared" / "data" / "traces"
+TRACES = ROOT / "bench" / "traces"
 ALL_POLICIES = ("pod", "fifo-gang", "volcano", "phalanx")
 COMPARED = ("philly", "itp-cluster04")
 _COST = {"phalanx": 8, "volcano": 4, "fifo-gang": 2, "pod": 1}

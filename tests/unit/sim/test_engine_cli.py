@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from phalanx.sim.cli import simulate
 
-TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "bench" / "traces"
 ITP = TRACES / "msr-itp-2021" / "cluster05.csv"
 
 

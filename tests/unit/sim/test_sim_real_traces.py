@@ -21,7 +21,7 @@ from phalanx.sim.traces import (
     load_philly_vc_sizes,
 )
 
-TRACES = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "bench" / "traces"
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"no trace data at {TRACES}")
 

@@ -34,6 +34,7 @@ from phalanx.core.model import (
     CycleResult,
     Eviction,
     GangDecision,
+    Member,
     PendingDetail,
     Placement,
     Policy,
@@ -44,7 +45,7 @@ from phalanx.core.model import (
 from phalanx.core.ordering import GangKey, gang_order, queue_key
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
-from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
+from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, format_duration, units
 from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.shapecaps import ShapeCapsCache
@@ -64,6 +65,8 @@ class _Cycle:
     bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     bind_order: list[GangWork] = field(default_factory=list)
     bound_leaves: dict[str, list[int]] = field(default_factory=dict)
+    #: Waiting members of running gangs placed this cycle (`CycleResult.extra_bindings`).
+    extra_bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     reasons: dict[str, GangDecision] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     reservations: dict[str, Reservation] = field(default_factory=dict)
@@ -142,7 +145,7 @@ def _over_limit(w: GangWork, pos: dict[str, int]) -> str:
     return ""
 
 
-class Scheduler:
+class Walk:
     """The walk of one cycle (a class only to share its bookkeeping between steps)."""
 
     def __init__(self, prep: Prepared, policy: Policy, now: float) -> None:
@@ -407,6 +410,16 @@ class Scheduler:
                 eta=eta,
             )
             return
+        not_before = w.gang.not_before
+        if not_before is not None and not_before > now:
+            c.reasons[gid] = self.decision(
+                w,
+                Reason.BACKING_OFF,
+                f"members failed in earlier runs; backing off, placed again in "
+                f"{format_duration(not_before - now)}",
+                eta=not_before,
+            )
+            return
         over = _over_limit(w, self.prep.index.pos)
         if over:
             c.reasons[gid] = self.decision(w, Reason.QUEUE_OVER_LIMIT, over)
@@ -657,39 +670,71 @@ class Scheduler:
     # -- extras --------------------------------------------------------------------------------
 
     def place_extras(self) -> None:
-        """Members beyond `minMember` of gangs bound now, where they fit without holds broken."""
-        st, topo = self.state, self.prep.topo
+        """Members beyond `minMember` — of gangs bound now, then of gangs already running (extras
+        that came late, replacements under `memberFailure: keep`) — where they fit without a
+        hold broken or the queue's limit passed. Each stands alone: one that does not fit waits
+        for a later cycle, and the gang is never moved or rolled back for it."""
         for w in self.c.bind_order:
-            gid = w.gang.id
             if not w.extras:
                 continue
-            end = self.now + w.duration
-            view = NowView(st, self.now, end, self.c.cache, node_cache=self.c.node_cache)
+            gid = w.gang.id
             used = sorted({n for _, n in self.c.bound[gid]})
-            leaves = self.c.bound_leaves.get(gid, [])
-            scope: set[int] | None = None
-            if w.required_level is not None:
-                of_leaf = topo.level_domain_of_leaf[w.required_level]
-                doms = {of_leaf[lf] for lf in leaves}
-                scope = {lf for lf in range(len(topo.leaf_nodes)) if of_leaf[lf] in doms}
-            for member, shape in w.extras:
-                cands = list(used)
-                for lf in leaves:
-                    cands.extend(shape.feasible.leaf_nodes.get(lf, []))
-                for lf in shape.feasible.leaves:
-                    if scope is None or lf in scope:
-                        cands.extend(shape.feasible.leaf_nodes[lf])
-                feasible = {n for ns in shape.feasible.leaf_nodes.values() for n in ns}
-                for n in cands:
-                    if n in feasible and count_fit(view.node_capacity(n), shape.req) > 0:
-                        st.change(n, shape.vec, -1)
-                        if end < math.inf:
-                            st.add_release(end, n, list(shape.vec), gid)
-                        self._charge(w.queue, shape.vec, shape.vec[self.prep.fair_pos])
-                        self.c.bound[gid].append((member.pod, n))
-                        if n not in used:
-                            used.append(n)
-                        break
+            got = self._place_members(
+                w.queue, w.extras, used, w.required_level, self.now + w.duration, gid
+            )
+            self.c.bound[gid].extend(got)
+        for rx in self.prep.running_extras:
+            got = self._place_members(
+                rx.queue, rx.extras, rx.nodes, rx.required_level, rx.end, rx.gang_id
+            )
+            if got:
+                self.c.extra_bound[rx.gang_id] = got
+
+    def _place_members(
+        self,
+        queue: QueueState | None,
+        extras: list[tuple[Member, Shape]],
+        nodes: list[int],
+        required_level: int | None,
+        end: float,
+        gid: str,
+    ) -> list[tuple[str, int]]:
+        """Place `extras` one by one: on the gang's nodes first, then its leaves, then anywhere
+        within its required domain (anywhere at all without one)."""
+        st, topo = self.state, self.prep.topo
+        view = NowView(st, self.now, end, self.c.cache, node_cache=self.c.node_cache)
+        used = list(nodes)
+        leaves = sorted({topo.leaf_of[n] for n in nodes})
+        scope: set[int] | None = None
+        if required_level is not None and leaves:
+            of_leaf = topo.level_domain_of_leaf[required_level]
+            doms = {of_leaf[lf] for lf in leaves}
+            scope = {lf for lf in range(len(topo.leaf_nodes)) if of_leaf[lf] in doms}
+        placed: list[tuple[str, int]] = []
+        for member, shape in extras:
+            if queue is not None and queue.limit is not None:
+                limit = queue.limit
+                if any(queue.alloc[i] + v > limit[i] for i, v in enumerate(shape.vec) if v):
+                    continue
+            cands = list(used)
+            for lf in leaves:
+                cands.extend(shape.feasible.leaf_nodes.get(lf, []))
+            for lf in shape.feasible.leaves:
+                if scope is None or lf in scope:
+                    cands.extend(shape.feasible.leaf_nodes[lf])
+            feasible = {n for ns in shape.feasible.leaf_nodes.values() for n in ns}
+            for n in cands:
+                if n in feasible and count_fit(view.node_capacity(n), shape.req) > 0:
+                    st.change(n, shape.vec, -1)
+                    if end < math.inf:
+                        st.add_release(end, n, list(shape.vec), gid)
+                    if queue is not None:
+                        self._charge(queue, shape.vec, shape.vec[self.prep.fair_pos])
+                    placed.append((member.pod, n))
+                    if n not in used:
+                        used.append(n)
+                    break
+        return placed
 
 
 class _IgnoreHolds(NowView):
@@ -736,7 +781,7 @@ def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
     try:
         prep = prepare(snapshot, policy, now)
         scaled, scale = _queue_shares(prep, policy)
-        sched = Scheduler(prep, policy, now)
+        sched = Walk(prep, policy, now)
         sched.run()
         sched.place_extras()
         # The reference cycles (state ↔ DueNow, HeldNow): let refcounting free everything.
@@ -748,7 +793,7 @@ def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
             gc.enable()
 
 
-def _result(prep: Prepared, sched: Scheduler, scaled: bool, scale: float) -> CycleResult:
+def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleResult:
     c = sched.c
     names = prep.topo.node_names
     bindings = {
@@ -801,11 +846,15 @@ def _result(prep: Prepared, sched: Scheduler, scaled: bool, scale: float) -> Cyc
         reservations=dict(sorted(c.reservations.items())),
         gangs=gangs,
         queues=queues,
+        extra_bindings={
+            gid: {pod: names[n] for pod, n in sorted(got)}
+            for gid, got in sorted(c.extra_bound.items())
+        },
     )
 
 
 def _allocated_map(
-    prep: Prepared, sched: Scheduler, q: QueueState, running: list[RunState]
+    prep: Prepared, sched: Walk, q: QueueState, running: list[RunState]
 ) -> dict[str, int]:
     """What the queue holds after this cycle's decisions (running, minus evicted, plus bound)."""
     index = prep.index
@@ -820,6 +869,13 @@ def _allocated_map(
         vec_of = {p: s.vec for s in w.shapes for p in s.pods}
         vec_of.update({m.pod: s.vec for m, s in w.extras})
         for pod, _ in sched.c.bound[w.gang.id]:
+            for i, v in enumerate(vec_of[pod]):
+                alloc[i] += v
+    for rx in prep.running_extras:
+        if rx.queue is not q or rx.gang_id not in sched.c.extra_bound:
+            continue
+        vec_of = {m.pod: s.vec for m, s in rx.extras}
+        for pod, _ in sched.c.extra_bound[rx.gang_id]:
             for i, v in enumerate(vec_of[pod]):
                 alloc[i] += v
     out = index.to_map(alloc)

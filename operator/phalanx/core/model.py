@@ -125,6 +125,11 @@ class RunningGang:
     time_limit: float | None = None
     protected: bool = False
     evicting: bool = False
+    waiting: tuple[Member, ...] = ()
+    """Its pods not bound yet (beyond `minMember`, or replacements of failed members under
+    `memberFailure: keep`): placed where they fit after the cycle's walk, one by one, under its
+    required topology domain, never a reason to move or roll back the gang."""
+    topology_required: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +152,8 @@ class PendingGang:
     topology_preferred: str | None = None
     time_limit: float | None = None
     min_resources: ResourceList | None = None
+    not_before: float | None = None
+    """Not placed before this time (a `MemberFailed` backoff); it keeps its queue position."""
 
     @property
     def ns(self) -> str:
@@ -322,7 +329,7 @@ class CycleResult:
     """What one cycle decided.
 
     `bindings` maps gang id → pod id → node name and holds whole gangs only (at least `min_member`
-    pods). `gangs` has a decision for every pending gang of the snapshot.
+    pods) of the pending ones. `gangs` has a decision for every pending gang of the snapshot.
     """
 
     bindings: Mapping[str, Mapping[str, str]]
@@ -330,3 +337,6 @@ class CycleResult:
     reservations: Mapping[str, Reservation]
     gangs: Mapping[str, GangDecision]
     queues: Mapping[str, QueueStatus]
+    extra_bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Gang id → pod id → node for waiting members of gangs that already run: each bind stands
+    alone (one that fails leaves that pod pending, never rolls the gang back)."""

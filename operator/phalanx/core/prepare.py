@@ -29,7 +29,7 @@ from phalanx.core.resources import (
     negative_entries,
 )
 from phalanx.core.topology import Topology, build_topology
-from phalanx.core.work import GangWork, QueueState, RunState
+from phalanx.core.work import GangWork, QueueState, RunningExtras, RunState
 
 
 @dataclass(slots=True)
@@ -48,6 +48,7 @@ class Prepared:
     capacity_gpu: int
     capacity_fair: int
     pending_ids: list[str]
+    running_extras: list[RunningExtras]
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
@@ -332,6 +333,28 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         )
         qs.pending += 1
 
+    running_extras: list[RunningExtras] = []
+    for rs in running:
+        g = rs.gang
+        if not g.waiting or g.evicting:
+            continue
+        req_level = topo.level_pos.get(g.topology_required) if g.topology_required else None
+        to_place: list[tuple[Member, Shape]] = []
+        for m in sorted(g.waiting, key=by_pod):
+            if m.requests and min(m.requests.values()) < 0:
+                continue  # a bad pod waits; the gang goes on
+            to_place.append((m, shapes_for([m], req_level)[0]))
+        running_extras.append(
+            RunningExtras(
+                gang_id=g.id,
+                queue=queues.get(g.queue),
+                extras=to_place,
+                required_level=req_level,
+                nodes=[n for n, _ in rs.nodes],
+                end=rs.end,
+            )
+        )
+
     return Prepared(
         index=index,
         nodes=nodes,
@@ -345,4 +368,5 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         capacity_gpu=capacity_gpu,
         capacity_fair=capacity_fair,
         pending_ids=pending_ids,
+        running_extras=running_extras,
     )

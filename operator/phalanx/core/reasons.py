@@ -24,13 +24,19 @@ class Reason(enum.StrEnum):
     TOPOLOGY_UNSATISFIABLE = "TopologyUnsatisfiable"
     WAITING_FOR_RESERVATION = "WaitingForReservation"
     INVALID = "Invalid"
+    BACKING_OFF = "BackingOff"
+    """Evicted for `MemberFailed` again and again: waits out its backoff before it is placed."""
 
 
 class EvictionReason(enum.StrEnum):
-    """Reason of the `Evicted` condition for evictions the core decides."""
+    """Reason of the `Evicted` condition: every way a gang loses its capacity before it ends
+    (the cycle decides the first two, the lifecycle the others)."""
 
     RECLAIMED = "Reclaimed"
     PREEMPTED = "Preempted"
+    TIME_LIMIT_EXCEEDED = "TimeLimitExceeded"
+    MEMBER_FAILED = "MemberFailed"
+    BIND_FAILED = "BindFailed"
 
 
 def format_duration(seconds: float) -> str:

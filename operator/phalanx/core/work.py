@@ -109,3 +109,20 @@ class GangWork:
         self.preferred_level = preferred_level
         self.waiting_for_pods = waiting_for_pods
         self.position = position
+
+
+@dataclass(slots=True)
+class RunningExtras:
+    """Waiting members of a gang that already runs, ready for `place_extras`.
+
+    `nodes` are the node indices its bound members are on (extras go there first, then to the
+    same leaves, then within its required domain); `queue` is None when its queue is gone (its
+    extras are then charged to no one, as the gang itself is not).
+    """
+
+    gang_id: str
+    queue: QueueState | None
+    extras: list[tuple[Member, Shape]]
+    required_level: int | None
+    nodes: list[int]
+    end: float

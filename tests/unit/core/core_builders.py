@@ -121,6 +121,7 @@ class GangBuilder:
         self._affinity: list[NodeSelectorTerm] = []
         self._tolerations: list[Toleration] = []
         self._namespace = ""
+        self._not_before: float | None = None
 
     def queue(self, name: str) -> Self:
         self._queue = name
@@ -169,6 +170,10 @@ class GangBuilder:
         self._limit = seconds
         return self
 
+    def not_before(self, t: float) -> Self:
+        self._not_before = t
+        return self
+
     def min_resources(self, **amounts: int) -> Self:
         self._min_resources = {_name(k): v for k, v in amounts.items()}
         return self
@@ -209,6 +214,7 @@ class GangBuilder:
             topology_preferred=self._preferred,
             time_limit=self._limit,
             min_resources=self._min_resources,
+            not_before=self._not_before,
         )
 
 
@@ -222,9 +228,23 @@ class RunningBuilder:
         self._limit: float | None = None
         self._protected = False
         self._evicting = False
+        self._waiting: list[Member] = []
+        self._required: str | None = None
 
     def queue(self, name: str) -> Self:
         self._queue = name
+        return self
+
+    def waiting(self, count: int, gpu: int = 8) -> Self:
+        """`count` members not bound yet (extras or replacements)."""
+        name = self._id.split("/")[1]
+        for _ in range(count):
+            pod = f"{name}-w{len(self._waiting):03d}"
+            self._waiting.append(Member(pod, {GPU: gpu} if gpu else {}))
+        return self
+
+    def required(self, level: str) -> Self:
+        self._required = level
         return self
 
     def on(self, node: str, gpu: int = 8, pods: int = 1, **other: int) -> Self:
@@ -269,6 +289,8 @@ class RunningBuilder:
             time_limit=self._limit,
             protected=self._protected,
             evicting=self._evicting,
+            waiting=tuple(self._waiting),
+            topology_required=self._required,
         )
 
 

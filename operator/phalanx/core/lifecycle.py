@@ -1,0 +1,366 @@
+"""A gang's whole life, decided from facts: phase, and what the operator must do about it.
+
+Why here and not in the adapter: every rule below (a member finishing early, a member failing, a
+time limit, a schedule timeout, a crash mid-bind, the workload finishing) is scheduling policy. In
+the pure core the simulator replays it, the scenario tables and the hypothesis state machine test
+it without a cluster, and the operator only carries the decisions out.
+
+The state machine (PRODUCT.md §2 and §4; `docs/design.md` draws it):
+
+    Pending ──bind decided──▶ Binding ──all bound──▶ Running ──▶ Succeeded
+       ▲                        │                     │  ▲
+       │        partly bound,   │                     │  │ replacements bound (keep)
+       │        no bind running ▼                     ▼  │
+       └──────────────── rolled back (BindFailed)   Degraded ──evict──▶ evicted whole
+       └──────── evicted whole (Reclaimed, Preempted, TimeLimitExceeded, MemberFailed) ◀┘
+    Pending ──scheduleTimeoutSeconds──▶ Failed;  any ──workload Failed──▶ Failed
+
+Every input is a fact the cluster holds (pods and their phases, the PodGroup's durable status:
+`scheduledAt`, `phase`, the `Evicted` condition and its transition time, `memberFailures`), plus
+one thing only the running operator knows: whether it is binding the gang right now. Nothing is
+a timer in memory, so a restarted operator re-decides every gang the same way.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from phalanx.core.reasons import EvictionReason, format_duration
+
+
+class Phase(enum.StrEnum):
+    """`status.phase` of a PodGroup (the only values the contract allows)."""
+
+    PENDING = "Pending"
+    BINDING = "Binding"
+    RUNNING = "Running"
+    DEGRADED = "Degraded"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED})
+
+
+class MemberState(enum.StrEnum):
+    """One pod of a gang, as the lifecycle counts it."""
+
+    PENDING = "Pending"
+    """Exists, not bound, not being deleted: waits to be placed."""
+    BOUND = "Bound"
+    """Bound and not finished (starting, or a phase we do not know: still holds its node)."""
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TERMINATING = "Terminating"
+    """Bound and being deleted: holds its node until it is gone, but is no longer a member."""
+    LOST = "Lost"
+    """Bound to a node that is gone, or NotReady for longer than `node_lost_seconds`."""
+
+
+LIVE = frozenset({MemberState.BOUND, MemberState.RUNNING})
+
+
+class OwnerState(enum.StrEnum):
+    """What the gang's controller owner (a Job, a JobSet…) says of the workload."""
+
+    NONE = "None"
+    """No controller owner (bare pods): the pod counts decide completion."""
+    ACTIVE = "Active"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+    """Owned by a kind whose conditions are not read (or could not be): pod counts decide."""
+
+
+class MemberFailure(enum.StrEnum):
+    """What a running gang that drops below `minMember` does (`spec.memberFailure`)."""
+
+    EVICT = "evict"
+    KEEP = "keep"
+
+
+class Action(enum.StrEnum):
+    """What the operator does about a gang this cycle."""
+
+    SCHEDULE = "Schedule"
+    """Pending: the cycle places it (all or nothing)."""
+    RUN = "Run"
+    """Holds its capacity; members still pending (extras, replacements) are placed as they fit."""
+    HOLD = "Hold"
+    """Holds its capacity and nothing is to be done: a bind or an eviction is under way."""
+    EVICT = "Evict"
+    """Evict every bound member now, whole (`reason`)."""
+    ROLL_BACK = "RollBack"
+    """Partly bound and no bind running: delete the bound members, re-queue whole."""
+    FAIL = "Fail"
+    """Mark the gang `Failed` (terminal)."""
+    NONE = "None"
+    """Finished: nothing holds capacity for it any more (or what is left is the workload's)."""
+
+
+class FailReason(enum.StrEnum):
+    """Reason written with `phase: Failed`."""
+
+    SCHEDULE_TIMEOUT = "ScheduleTimeout"
+    WORKLOAD_FAILED = "WorkloadFailed"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictedMark:
+    """The PodGroup's `Evicted=True` condition: why, and since when (its transition time)."""
+
+    reason: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    """The operator's settings the lifecycle depends on.
+
+    `member_failure`: the default of `spec.memberFailure` (`--member-failure`). Backoff after the
+    k-th `MemberFailed` eviction: min(`backoff_max`, `backoff_base` × 2^(k−1)) seconds, so a gang
+    that keeps crashing costs its controller and the API server less and less. An eviction whose
+    members are still bound and not terminating `eviction_retry` seconds after it was marked is
+    issued again (an eviction refused or lost, e.g. across a crash).
+    """
+
+    member_failure: MemberFailure = MemberFailure.EVICT
+    node_lost_seconds: float = 300.0
+    backoff_base: float = 10.0
+    backoff_max: float = 600.0
+    eviction_retry: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class GangFacts:
+    """Everything the lifecycle decides one gang from.
+
+    `recorded_phase` is `status.phase` as the object holds it (a string: a hand-edited status
+    may hold anything, and is then simply not believed). `scheduled_at` is the durable start
+    (`status.scheduledAt`, written with the decision record, before the first bind). `binding`:
+    this operator has a bind of the gang in flight (the one fact only memory holds; a restarted
+    operator has none in flight, which is the truth).
+    """
+
+    id: str
+    min_member: int
+    members: tuple[MemberState, ...] = ()
+    created: float = 0.0
+    recorded_phase: str | None = None
+    scheduled_at: float | None = None
+    evicted: EvictedMark | None = None
+    owner: OwnerState = OwnerState.NONE
+    binding: bool = False
+    member_failure: MemberFailure | None = None
+    member_failures: int = 0
+    time_limit: float | None = None
+    schedule_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleDecision:
+    """The verdict on one gang.
+
+    `need`: pods still to place all or nothing (`minMember` less the members that already
+    succeeded, so a workload restarted after some members finished is not asked for more pods
+    than it will make). `not_before`: a `MemberFailed` backoff that holds a `SCHEDULE` back.
+    `member_failures`: the count to record (raised with a `MemberFailed` eviction).
+    `evicting`: the gang's capacity is on its way back (an eviction or rollback decided now or
+    under way): counted as used now, free from now on in plans, charged to no queue.
+    """
+
+    phase: Phase
+    action: Action
+    reason: str = ""
+    message: str = ""
+    need: int = 0
+    not_before: float | None = None
+    member_failures: int = 0
+    evicting: bool = False
+
+    @property
+    def holds_capacity(self) -> bool:
+        return self.action in (Action.RUN, Action.HOLD, Action.EVICT, Action.ROLL_BACK)
+
+
+def member_lost(node_exists: bool, not_ready_since: float | None, now: float, after: float) -> bool:
+    """Whether a bound member counts as lost: its node is gone, or NotReady for over `after` s."""
+    if not node_exists:
+        return True
+    return not_ready_since is not None and now - not_ready_since > after
+
+
+def backoff_seconds(failures: int, policy: LifecyclePolicy) -> float:
+    """Delay before a gang evicted `failures` times for `MemberFailed` may be placed again."""
+    if failures <= 0:
+        return 0.0
+    exponent = min(failures - 1, 62)  # 2^62 × base is past any cap: no overflow
+    return float(min(policy.backoff_max, policy.backoff_base * math.pow(2.0, exponent)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    live: int
+    pending: int
+    succeeded: int
+    failed: int
+    terminating: int
+    lost: int
+
+    @staticmethod
+    def of(members: Iterable[MemberState]) -> _Counts:
+        c = dict.fromkeys(MemberState, 0)
+        for m in members:
+            c[m] += 1
+        return _Counts(
+            live=c[MemberState.BOUND] + c[MemberState.RUNNING],
+            pending=c[MemberState.PENDING],
+            succeeded=c[MemberState.SUCCEEDED],
+            failed=c[MemberState.FAILED],
+            terminating=c[MemberState.TERMINATING],
+            lost=c[MemberState.LOST],
+        )
+
+
+def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDecision:
+    """Phase and action for one gang (see the module docstring). Pure and total: any facts,
+    however odd (a hand-edited status, a phase the contract does not know), get a decision."""
+    n = _Counts.of(facts.members)
+    need = max(0, facts.min_member - n.succeeded)
+    failures = max(0, facts.member_failures)
+    recorded = facts.recorded_phase
+
+    # Terminal states stay terminal. `Failed` always; `Succeeded` unless live members contradict
+    # it (a status edited by hand is re-decided from the cluster).
+    if recorded == Phase.FAILED:
+        return LifecycleDecision(Phase.FAILED, Action.NONE, need=need, member_failures=failures)
+    if recorded == Phase.SUCCEEDED and n.live == 0:
+        return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
+
+    # The workload's own verdict wins when it has one.
+    if facts.owner is OwnerState.COMPLETE:
+        return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
+    if facts.owner is OwnerState.FAILED:
+        return LifecycleDecision(
+            Phase.FAILED,
+            Action.FAIL,
+            FailReason.WORKLOAD_FAILED,
+            "its workload reports Failed",
+            need=need,
+            member_failures=failures,
+        )
+
+    if facts.binding:
+        return LifecycleDecision(Phase.BINDING, Action.HOLD, need=need, member_failures=failures)
+
+    held = n.live + n.terminating + n.lost
+    ev = facts.evicted
+    # An eviction marked after the gang last started and not finished yet: wait for it, and
+    # issue it again if its members are still there long after (refused, or lost in a crash).
+    if ev is not None and held and (facts.scheduled_at is None or facts.scheduled_at <= ev.since):
+        if n.live and now - ev.since > policy.eviction_retry:
+            return LifecycleDecision(
+                Phase.PENDING,
+                Action.EVICT,
+                ev.reason,
+                f"eviction ({ev.reason}) issued again: {n.live} member(s) still bound "
+                f"{format_duration(now - ev.since)} after it",
+                evicting=True,
+                need=need,
+                member_failures=failures,
+            )
+        return LifecycleDecision(
+            Phase.PENDING,
+            Action.HOLD,
+            ev.reason,
+            evicting=True,
+            need=need,
+            member_failures=failures,
+        )
+
+    owned = facts.owner is OwnerState.ACTIVE
+    if n.live == 0 and n.succeeded >= facts.min_member and not owned and n.pending == 0:
+        return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
+
+    whole = n.live + n.succeeded >= facts.min_member and n.live + n.succeeded > 0
+    ran = recorded in (Phase.RUNNING, Phase.DEGRADED)
+    limit, started = facts.time_limit, facts.scheduled_at
+    if n.live and limit is not None and started is not None and now - started > limit:
+        return LifecycleDecision(
+            Phase.DEGRADED if ran and not whole else Phase.RUNNING,
+            Action.EVICT,
+            EvictionReason.TIME_LIMIT_EXCEEDED,
+            f"ran {format_duration(now - started)}, over its time limit of "
+            f"{format_duration(limit)}",
+            evicting=True,
+            need=need,
+            member_failures=failures,
+        )
+    if whole:
+        # With nothing live (enough succeeded, but the owner has not said it is done, or more
+        # members are to come) nothing holds capacity; later members are placed as extras.
+        return LifecycleDecision(Phase.RUNNING, Action.RUN, need=need, member_failures=failures)
+
+    gone = n.failed + n.lost + n.terminating
+    if ran and (n.live or gone):
+        what = (
+            f"{n.live + n.succeeded} of {facts.min_member} members left "
+            f"({n.failed} failed, {n.lost} lost, {n.terminating} deleted)"
+        )
+        if (facts.member_failure or policy.member_failure) is MemberFailure.KEEP:
+            return LifecycleDecision(
+                Phase.DEGRADED,
+                Action.RUN,
+                "MemberFailed",
+                f"{what}; kept running (memberFailure: keep), replacements placed as they fit",
+                need=need,
+                member_failures=failures,
+            )
+        return LifecycleDecision(
+            Phase.DEGRADED,
+            Action.EVICT,
+            EvictionReason.MEMBER_FAILED,
+            what + "; evicting the gang whole so that it restarts whole",
+            need=need,
+            member_failures=failures + 1,
+            evicting=True,
+        )
+
+    if n.live:
+        # Partly bound, never whole, and no bind of ours running: a crash or a lost bind.
+        return LifecycleDecision(
+            Phase.BINDING,
+            Action.ROLL_BACK,
+            EvictionReason.BIND_FAILED,
+            f"left partly bound ({n.live} of {need} bound) with no bind in progress",
+            evicting=True,
+            need=need,
+            member_failures=failures,
+        )
+
+    # Pending.
+    if facts.schedule_timeout is not None and n.pending < need:
+        since = max(facts.created, ev.since if ev is not None else facts.created)
+        waited = now - since
+        if waited > facts.schedule_timeout:
+            return LifecycleDecision(
+                Phase.FAILED,
+                Action.FAIL,
+                FailReason.SCHEDULE_TIMEOUT,
+                f"{n.pending} of {need} pods existed after {format_duration(waited)}, past its "
+                f"scheduleTimeoutSeconds ({format_duration(facts.schedule_timeout)})",
+                need=need,
+                member_failures=failures,
+            )
+    not_before = None
+    if ev is not None and ev.reason == EvictionReason.MEMBER_FAILED and failures:
+        until = ev.since + backoff_seconds(failures, policy)
+        if until > now:
+            not_before = until
+    return LifecycleDecision(
+        Phase.PENDING, Action.SCHEDULE, not_before=not_before, need=need, member_failures=failures
+    )

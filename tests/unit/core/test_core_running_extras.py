@@ -1,0 +1,78 @@
+"""Members of gangs that already run (extras that came late, replacements under
+`memberFailure: keep`) and gangs backing off: what the cycle does with them.
+
+Fabric: 1 spine × 2 leaves × 2 nodes × 8 GPUs (s0-l0-n00, s0-l0-n01, s0-l1-n00, s0-l1-n01),
+`now` = 1000.
+"""
+
+from __future__ import annotations
+
+from core_builders import DEFAULT_POLICY, fabric, gang, running, snapshot
+
+from phalanx.core import Reason, schedule
+
+NOW = 1000.0
+
+
+def test_a_running_gangs_late_member_is_placed_beside_it() -> None:
+    """el runs 1 pod on s0-l0-n00 (8 GPUs); its second pod arrives later and goes to the same
+    leaf (s0-l0-n01), not to the other one."""
+    snap = snapshot(fabric(1, 2, 2), running=[running("el").on("s0-l0-n00").waiting(1)])
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {"ns/el": {"el-w000": "s0-l0-n01"}}
+    assert result.bindings == {}
+
+
+def test_a_late_member_waits_when_nothing_fits_and_nothing_is_rolled_back() -> None:
+    """Every node is full: the waiting pod stays waiting; the gang keeps running untouched."""
+    snap = snapshot(
+        fabric(1, 1, 2),
+        running=[running("el").on("s0-l0-n00").on("s0-l0-n01").waiting(1)],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {}
+    assert result.evictions == ()
+
+
+def test_a_required_leaf_keeps_replacements_under_it() -> None:
+    """el requires one leaf and runs on s0-l0-n00; s0-l0-n01 is full (another gang), so its
+    replacement may not go to s0-l1 and waits."""
+    snap = snapshot(
+        fabric(1, 2, 2),
+        running=[
+            running("el").on("s0-l0-n00").waiting(1).required("leaf"),
+            running("other").on("s0-l0-n01"),
+        ],
+    )
+    assert schedule(snap, DEFAULT_POLICY, NOW).extra_bindings == {}
+
+
+def test_pending_gangs_come_before_running_gangs_extras() -> None:
+    """One free node (s0-l0-n01): the pending gang `next` takes it, el's extra waits."""
+    snap = snapshot(
+        fabric(1, 1, 2),
+        running=[running("el").on("s0-l0-n00").waiting(1)],
+        pending=[gang("next").pods(1)],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.bindings == {"ns/next": {"next-000": "s0-l0-n01"}}
+    assert result.extra_bindings == {}
+
+
+def test_extras_count_in_their_queues_allocation() -> None:
+    snap = snapshot(fabric(1, 1, 2), running=[running("el").on("s0-l0-n00").waiting(1)])
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.queues["default"].allocated["nvidia.com/gpu"] == 16
+
+
+def test_a_gang_backing_off_is_not_placed_and_says_until_when() -> None:
+    """Backoff ends at t=1040: at t=1000 it waits 40 s with its ETA there, though it fits."""
+    snap = snapshot(fabric(1, 1, 2), pending=[gang("crashy").pods(1).not_before(1040.0)])
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.bindings == {}
+    d = result.gangs["ns/crashy"]
+    assert d.reason is Reason.BACKING_OFF
+    assert d.estimated_start == 1040.0
+    assert "40s" in d.message
+    later = schedule(snap, DEFAULT_POLICY, 1041.0)
+    assert later.bindings == {"ns/crashy": {"crashy-000": "s0-l0-n00"}}

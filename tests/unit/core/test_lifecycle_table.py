@@ -1,0 +1,379 @@
+"""Every lifecycle transition, each case written out by hand (phalanx.core.lifecycle).
+
+Times: the gang was created at t=0, `now` is t=1000 unless a case says otherwise. Members are
+written as a string, one letter a pod: P pending, B bound, R running, S succeeded, F failed,
+T terminating, L lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from phalanx.core.lifecycle import (
+    Action,
+    EvictedMark,
+    GangFacts,
+    LifecyclePolicy,
+    MemberFailure,
+    MemberState,
+    OwnerState,
+    Phase,
+    backoff_seconds,
+    decide,
+    member_lost,
+)
+
+LETTER = {
+    "P": MemberState.PENDING,
+    "B": MemberState.BOUND,
+    "R": MemberState.RUNNING,
+    "S": MemberState.SUCCEEDED,
+    "F": MemberState.FAILED,
+    "T": MemberState.TERMINATING,
+    "L": MemberState.LOST,
+}
+NOW = 1000.0
+POLICY = LifecyclePolicy()
+
+
+def facts(members: str, min_member: int = 4, **kw: object) -> GangFacts:
+    return GangFacts(
+        id="ns/g",
+        min_member=min_member,
+        members=tuple(LETTER[c] for c in members),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    facts: GangFacts
+    phase: Phase
+    action: Action
+    reason: str = ""
+    need: int | None = None
+    now: float = NOW
+
+
+CASES = [
+    # -- pending ----------------------------------------------------------------------------
+    Case("new gang, all pods exist", facts("PPPP"), Phase.PENDING, Action.SCHEDULE, need=4),
+    Case("new gang, pods still coming", facts("PP"), Phase.PENDING, Action.SCHEDULE, need=4),
+    Case("extras exist beyond minMember", facts("PPPPPP"), Phase.PENDING, Action.SCHEDULE),
+    Case(
+        "restarted after 2 members had succeeded: only 2 more needed",
+        facts("SSPP", recorded_phase="Pending"),
+        Phase.PENDING,
+        Action.SCHEDULE,
+        need=2,
+    ),
+    # -- binding ----------------------------------------------------------------------------
+    Case(
+        "our bind is in flight",
+        facts("BBPP", binding=True, recorded_phase="Binding"),
+        Phase.BINDING,
+        Action.HOLD,
+    ),
+    Case(
+        "partly bound and no bind in flight (a crash): rolled back",
+        facts("BBPP", recorded_phase="Binding", scheduled_at=900.0),
+        Phase.BINDING,
+        Action.ROLL_BACK,
+        "BindFailed",
+    ),
+    Case(
+        "all bound but the Running report was lost in a crash: running",
+        facts("BBRR", recorded_phase="Binding", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    # -- running ----------------------------------------------------------------------------
+    Case(
+        "all running",
+        facts("RRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "one member finished first: the others keep running",
+        facts("SRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "three finished, one running",
+        facts("SSSR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "running with an extra waiting to be placed",
+        facts("RRRRP", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "running past its time limit (100 s, started 900 s ago)",
+        facts("RRRR", recorded_phase="Running", scheduled_at=100.0, time_limit=100.0),
+        Phase.RUNNING,
+        Action.EVICT,
+        "TimeLimitExceeded",
+    ),
+    Case(
+        "within its time limit",
+        facts("RRRR", recorded_phase="Running", scheduled_at=950.0, time_limit=100.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    # -- member failure ---------------------------------------------------------------------
+    Case(
+        "a member failed, memberFailure evict (default): evicted whole",
+        facts("FRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "a member deleted by hand (terminating)",
+        facts("TRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "a member's node lost",
+        facts("LRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "a member failed, memberFailure keep: runs on degraded",
+        facts(
+            "FRRR",
+            recorded_phase="Running",
+            scheduled_at=900.0,
+            member_failure=MemberFailure.KEEP,
+        ),
+        Phase.DEGRADED,
+        Action.RUN,
+        "MemberFailed",
+    ),
+    Case(
+        "keep: a replacement is pending beside the failed one",
+        facts(
+            "FRRRP",
+            recorded_phase="Degraded",
+            scheduled_at=900.0,
+            member_failure=MemberFailure.KEEP,
+        ),
+        Phase.DEGRADED,
+        Action.RUN,
+        "MemberFailed",
+    ),
+    Case(
+        "keep: the replacement is bound, whole again",
+        facts(
+            "FRRRR",
+            recorded_phase="Degraded",
+            scheduled_at=900.0,
+            member_failure=MemberFailure.KEEP,
+        ),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "a succeeded member and a failed one: still below minMember",
+        facts("SFRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "a failed member beside a whole gang (extras) is no failure of the gang",
+        facts("FRRRR", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    # -- evictions under way ----------------------------------------------------------------
+    Case(
+        "evicted 10 s ago, members terminating: hold, nothing new",
+        facts(
+            "TTTT",
+            recorded_phase="Pending",
+            evicted=EvictedMark("Reclaimed", 990.0),
+            scheduled_at=None,
+        ),
+        Phase.PENDING,
+        Action.HOLD,
+        "Reclaimed",
+    ),
+    Case(
+        "evicted 10 s ago, members not yet terminating: hold",
+        facts("RRRR", recorded_phase="Pending", evicted=EvictedMark("Preempted", 990.0)),
+        Phase.PENDING,
+        Action.HOLD,
+        "Preempted",
+    ),
+    Case(
+        "evicted 500 s ago and members still bound: evicted again",
+        facts("RRRR", recorded_phase="Pending", evicted=EvictedMark("Reclaimed", 500.0)),
+        Phase.PENDING,
+        Action.EVICT,
+        "Reclaimed",
+    ),
+    Case(
+        "evicted, pods gone, the controller's new pods pending: scheduled again",
+        facts("PPPP", recorded_phase="Pending", evicted=EvictedMark("Reclaimed", 500.0)),
+        Phase.PENDING,
+        Action.SCHEDULE,
+    ),
+    Case(
+        "an old Evicted mark from before the last start does not hold a running gang",
+        facts(
+            "RRRR",
+            recorded_phase="Running",
+            evicted=EvictedMark("Reclaimed", 500.0),
+            scheduled_at=600.0,
+        ),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    # -- completion -------------------------------------------------------------------------
+    Case(
+        "all members succeeded, no owner",
+        facts("SSSS", recorded_phase="Running", scheduled_at=900.0),
+        Phase.SUCCEEDED,
+        Action.NONE,
+    ),
+    Case(
+        "all succeeded but the Job has not said Complete (more completions may come)",
+        facts("SSSS", recorded_phase="Running", scheduled_at=900.0, owner=OwnerState.ACTIVE),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "the Job says Complete",
+        facts("SSSS", recorded_phase="Running", owner=OwnerState.COMPLETE),
+        Phase.SUCCEEDED,
+        Action.NONE,
+    ),
+    Case(
+        "Succeeded stays Succeeded after the pods are deleted",
+        facts("", recorded_phase="Succeeded"),
+        Phase.SUCCEEDED,
+        Action.NONE,
+    ),
+    Case(
+        "a status edited by hand to Succeeded while members run: re-decided",
+        facts("RRRR", recorded_phase="Succeeded", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "a phase the contract does not know: re-decided from the cluster",
+        facts("RRRR", recorded_phase="Exploded", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    # -- failure ----------------------------------------------------------------------------
+    Case(
+        "the Job failed",
+        facts("FFRR", recorded_phase="Running", owner=OwnerState.FAILED),
+        Phase.FAILED,
+        Action.FAIL,
+        "WorkloadFailed",
+    ),
+    Case(
+        "Failed is terminal, whatever the pods do",
+        facts("PPPP", recorded_phase="Failed"),
+        Phase.FAILED,
+        Action.NONE,
+    ),
+    Case(
+        "short of pods past scheduleTimeoutSeconds (100 s, created 1000 s ago)",
+        facts("PP", schedule_timeout=100.0),
+        Phase.FAILED,
+        Action.FAIL,
+        "ScheduleTimeout",
+    ),
+    Case(
+        "short of pods within scheduleTimeoutSeconds",
+        facts("PP", schedule_timeout=2000.0),
+        Phase.PENDING,
+        Action.SCHEDULE,
+    ),
+    Case(
+        "all pods exist past the timeout: waiting for capacity is no timeout",
+        facts("PPPP", schedule_timeout=100.0),
+        Phase.PENDING,
+        Action.SCHEDULE,
+    ),
+    Case(
+        "the timeout counts from the last eviction, not creation",
+        facts("PP", schedule_timeout=100.0, evicted=EvictedMark("Reclaimed", 950.0)),
+        Phase.PENDING,
+        Action.SCHEDULE,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_transition(case: Case) -> None:
+    got = decide(case.facts, POLICY, case.now)
+    assert (got.phase, got.action) == (case.phase, case.action), got.message
+    if case.reason:
+        assert got.reason == case.reason
+    if case.need is not None:
+        assert got.need == case.need
+
+
+def test_member_failed_eviction_counts_failures_and_the_next_schedule_backs_off() -> None:
+    """Evicted for MemberFailed at t=1000 with 2 earlier failures: the count becomes 3; the
+    next SCHEDULE waits 10 × 2^(3−1) = 40 s, until t=1040."""
+    ev = decide(facts("FRRR", recorded_phase="Running", member_failures=2), POLICY, NOW)
+    assert ev.action is Action.EVICT and ev.member_failures == 3
+    pending = facts(
+        "PPPP",
+        recorded_phase="Pending",
+        member_failures=3,
+        evicted=EvictedMark("MemberFailed", 1000.0),
+    )
+    assert decide(pending, POLICY, 1010.0).not_before == 1040.0
+    assert decide(pending, POLICY, 1041.0).not_before is None
+
+
+def test_backoff_is_exponential_and_capped() -> None:
+    assert [backoff_seconds(k, POLICY) for k in range(6)] == [0, 10, 20, 40, 80, 160]
+    assert backoff_seconds(7, POLICY) == 600  # 640 capped
+    assert backoff_seconds(10_000, POLICY) == 600  # no overflow
+
+
+def test_operator_default_member_failure_applies_when_the_gang_says_nothing() -> None:
+    keep = LifecyclePolicy(member_failure=MemberFailure.KEEP)
+    got = decide(facts("FRRR", recorded_phase="Running"), keep, NOW)
+    assert (got.phase, got.action) == (Phase.DEGRADED, Action.RUN)
+    # ...and the gang's own field wins over it.
+    mine = facts("FRRR", recorded_phase="Running", member_failure=MemberFailure.EVICT)
+    assert decide(mine, keep, NOW).action is Action.EVICT
+
+
+def test_member_lost_rule() -> None:
+    assert member_lost(False, None, NOW, 300.0)
+    assert not member_lost(True, None, NOW, 300.0)
+    assert not member_lost(True, 800.0, NOW, 300.0)  # NotReady 200 s
+    assert member_lost(True, 600.0, NOW, 300.0)  # NotReady 400 s
+
+
+def test_capacity_is_held_exactly_while_pods_may_be_bound() -> None:
+    """What holds capacity: running, binding, being evicted or rolled back; not pending or
+    finished gangs."""
+    holds = {
+        c.name: decide(c.facts, POLICY, c.now).holds_capacity
+        for c in CASES
+        if c.action in (Action.SCHEDULE, Action.NONE, Action.FAIL)
+    }
+    assert not any(holds.values()), holds

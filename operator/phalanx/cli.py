@@ -84,6 +84,20 @@ def run(
     lease_duration: Annotated[float, typer.Option(envvar=_env("lease-duration"))] = 15.0,
     renew_deadline: Annotated[float, typer.Option(envvar=_env("renew-deadline"))] = 10.0,
     retry_period: Annotated[float, typer.Option(envvar=_env("retry-period"))] = 2.0,
+    node_lost_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("node-lost-seconds"),
+            help="A member on a node NotReady this long is lost (its gang is short of it).",
+        ),
+    ] = 300.0,
+    member_failure_backoff_max_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("member-failure-backoff-max-seconds"),
+            help="Cap of the backoff (10 s, doubling) of a gang evicted MemberFailed repeatedly.",
+        ),
+    ] = 600.0,
     kubeconfig: Annotated[str | None, typer.Option(envvar="KUBECONFIG")] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
 ) -> None:
@@ -117,6 +131,8 @@ def run(
         lease_duration_s=lease_duration,
         renew_deadline_s=renew_deadline,
         retry_period_s=retry_period,
+        node_lost_s=node_lost_seconds,
+        member_failure_backoff_max_s=member_failure_backoff_max_seconds,
     )
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from phalanx.core import Policy, TopologyLevel
+from phalanx.core.lifecycle import LifecyclePolicy, MemberFailure
 
 DEFAULT_TOPOLOGY = "spine=network.topology.nvidia.com/spine,leaf=network.topology.nvidia.com/block"
 _LABEL_KEY = re.compile(
@@ -56,6 +57,14 @@ class OperatorConfig(BaseModel):
     bind_deadline_s: float = Field(default=5.0, gt=0, le=300)
     eviction_grace_s: int = Field(default=30, ge=0)
     member_failure: Literal["evict", "keep"] = "evict"
+    node_lost_s: float = Field(default=300.0, gt=0, le=86_400)
+    """A bound member whose node is NotReady longer than this is lost (its gang is short of it)."""
+    member_failure_backoff_max_s: float = Field(default=600.0, ge=0, le=86_400)
+    """The longest a gang evicted for `MemberFailed` again and again waits before it is placed
+    again (the wait doubles from 10 s with each such eviction)."""
+    pod_condition_refresh_s: float = Field(default=60.0, ge=0, le=3600)
+    """Least interval between rewrites of a pending pod's `PodScheduled` message when only its
+    numbers drift (a reason that turns is written at the next cycle)."""
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     health_port: int = Field(default=8081, ge=0, le=65535)
     leader_election: bool = False
@@ -112,6 +121,14 @@ class OperatorConfig(BaseModel):
             reclaim=self.reclaim,
             preemption=self.preemption,
             usage_half_life=self.usage_half_life_s,
+        )
+
+    def to_lifecycle(self) -> LifecyclePolicy:
+        return LifecyclePolicy(
+            member_failure=MemberFailure(self.member_failure),
+            node_lost_seconds=self.node_lost_s,
+            backoff_base=min(10.0, self.member_failure_backoff_max_s),
+            backoff_max=self.member_failure_backoff_max_s,
         )
 
 

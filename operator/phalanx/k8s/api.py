@@ -32,6 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
 """Accept header of the status patches: their answer is only the object's metadata. We never read
 it, and encoding the whole PodGroup back is API-server CPU in the middle of a bind burst (where a
@@ -104,6 +105,9 @@ class ClusterWrites(Protocol):
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None: ...
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
+    async def patch_pod_condition(
+        self, namespace: str, pod: str, condition: Mapping[str, Any]
+    ) -> None: ...
     async def event(
         self,
         involved: Mapping[str, str],
@@ -213,6 +217,16 @@ class Api:
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
         await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
+
+    async def patch_pod_condition(
+        self, namespace: str, pod: str, condition: Mapping[str, Any]
+    ) -> None:
+        """Set one condition of a pod's status (`PodScheduled`, as kube-scheduler does): a
+        strategic merge patch, which merges `conditions` by `type` (a JSON merge patch would
+        replace the kubelet's conditions with ours)."""
+        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/status"
+        body = {"status": {"conditions": [dict(condition)]}}
+        await self._send("PATCH", path, body, STRATEGIC_MERGE_PATCH, METADATA_ONLY)
 
     async def event(
         self,

@@ -35,11 +35,13 @@ from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import (
     BudgetRec,
     GroupRec,
+    JobRec,
     NodeRec,
     PodRec,
     QueueRec,
     budget_record,
     group_record,
+    job_record,
     node_record,
     pod_record,
     queue_record,
@@ -106,7 +108,8 @@ class IndexSource:
         queues: list[QueueRec] = self._values("phalanx_queues")
         classes = dict(self._values("phalanx_priority_classes"))
         budgets: list[BudgetRec] = self._values("phalanx_budgets")
-        return Records(nodes, pods, groups, queues, classes, budgets)
+        jobs: dict[str, JobRec] = {j.uid: j for j in self._values("phalanx_jobs")}
+        return Records(nodes, pods, groups, queues, classes, budgets, jobs)
 
 
 def _node_key(body: Mapping[str, Any]) -> tuple[str, NodeRec]:
@@ -265,6 +268,14 @@ def build_registry(
     async def phalanx_budgets(body: kopf.Body, **_: Any) -> dict[str, BudgetRec]:
         rec = budget_record(body)
         return {f"{rec.namespace}/{rec.name}": rec}
+
+    @kopf.index("batch", "v1", "jobs", registry=registry, id="phalanx_jobs")
+    async def phalanx_jobs(body: kopf.Body, **kw: Any) -> dict[str, JobRec]:
+        rec = job_record(body)
+        previous = _previous(kw, "phalanx_jobs", rec.uid)
+        if previous is None or previous.state != rec.state:
+            poke()  # a Job that ends ends its gang
+        return {rec.uid: rec}
 
     @kopf.on.event("", "v1", "namespaces", registry=registry)
     async def synced(**kwargs: Any) -> None:

@@ -41,6 +41,9 @@ class NodeRec:
     taints: tuple[Taint, ...]
     unschedulable: bool
     ready: bool
+    not_ready_since: float | None = None
+    """When its Ready condition last turned away from True (None while Ready): members on a
+    node NotReady for longer than `--node-lost-seconds` are lost (core.lifecycle)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,12 @@ class PodRec:
     """Has scheduling gates: not ready to be scheduled (as for kube-scheduler)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     error: str | None = None
+    owner: tuple[str, str, str] | None = None
+    """Its controller owner reference: (kind, name, uid)."""
+    active_deadline: float | None = None
+    """`spec.activeDeadlineSeconds`: a gang all of whose members have one is time-limited by it."""
+    scheduled: tuple[str, str, str] | None = None
+    """Its `PodScheduled` condition as the pod shows it: (status, reason, message)."""
 
     @property
     def terminal(self) -> bool:
@@ -94,6 +103,19 @@ class GroupRec:
     status: Mapping[str, Any]
     implicit: bool = False
     error: str | None = None
+    member_failure: str | None = None
+    """`spec.memberFailure` (`evict` | `keep`); None: the operator's `--member-failure`."""
+    generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobRec:
+    """A batch/v1 Job, reduced to what ends its gang: `Complete`, `Failed` or `Active`."""
+
+    namespace: str
+    name: str
+    uid: str
+    state: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +189,22 @@ def node_record(body: Mapping[str, Any]) -> NodeRec:
         Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", "NoSchedule"))
         for t in spec.get("taints") or []
     )
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
+    ready_cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    ready = ready_cond is not None and ready_cond.get("status") == "True"
+    not_ready_since = None
+    if not ready:
+        # No transition time (or no condition at all): counted from now by the view, which
+        # keeps the first time it saw the node so.
+        not_ready_since = parse_time((ready_cond or {}).get("lastTransitionTime"))
+    return NodeRec(
+        meta["name"],
+        alloc,
+        labels,
+        taints,
+        bool(spec.get("unschedulable")),
+        ready,
+        not_ready_since,
     )
-    return NodeRec(meta["name"], alloc, labels, taints, bool(spec.get("unschedulable")), ready)
 
 
 def pod_group_name(meta: Mapping[str, Any]) -> str | None:
@@ -244,6 +277,11 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         for t in spec.get("tolerations") or []
     )
     owners = meta.get("ownerReferences") or []
+    controller = next((o for o in owners if o.get("controller")), None)
+    deadline = spec.get("activeDeadlineSeconds")
+    scheduled = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+    )
     return PodRec(
         key=f"{meta.get('namespace')}/{meta.get('name')}",
         namespace=meta.get("namespace", ""),
@@ -264,7 +302,35 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         gated=bool(spec.get("schedulingGates")),
         labels=dict(meta.get("labels") or {}),
         error=error,
+        owner=(
+            (
+                str(controller.get("kind", "")),
+                str(controller.get("name", "")),
+                str(controller.get("uid", "")),
+            )
+            if controller
+            else None
+        ),
+        active_deadline=_positive(deadline),
+        scheduled=(
+            (
+                str(scheduled.get("status", "")),
+                str(scheduled.get("reason", "")),
+                str(scheduled.get("message", "")),
+            )
+            if scheduled
+            else None
+        ),
     )
+
+
+def job_record(body: Mapping[str, Any]) -> JobRec:
+    meta, status = body.get("metadata", {}), body.get("status", {})
+    state = "Active"
+    for c in status.get("conditions") or []:
+        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
+            state = str(c["type"])
+    return JobRec(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), state)
 
 
 def group_record(body: Mapping[str, Any]) -> GroupRec:
@@ -278,6 +344,10 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
     min_member = spec.get("minMember")
     if not isinstance(min_member, int) or min_member < 1:
         error, min_member = f"spec.minMember must be an integer >= 1, got {min_member!r}", 1
+    member_failure = spec.get("memberFailure")
+    if member_failure not in (None, "evict", "keep"):
+        error = f"spec.memberFailure must be evict or keep, got {member_failure!r}"
+        member_failure = None
     return GroupRec(
         key=f"{meta.get('namespace')}/{meta.get('name')}",
         namespace=meta.get("namespace", ""),
@@ -294,6 +364,8 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
         created=parse_time(meta.get("creationTimestamp")) or 0.0,
         status=dict(body.get("status") or {}),
         error=error,
+        member_failure=member_failure,
+        generation=int(meta.get("generation") or 0),
     )
 
 

@@ -30,6 +30,8 @@ OWNED_GROUP_FIELDS = (
     "estimatedStartTime",
     "queuedAt",
     "scheduledAt",
+    "memberFailures",
+    "observedGeneration",
 )
 
 
@@ -94,7 +96,7 @@ def pending_status(
     assumed: Mapping[str, str],
     now: float,
 ) -> dict[str, Any]:
-    previous = gang.group.status if gang.group else {}
+    previous = gang.status
     status: dict[str, Any] = {
         "phase": "Pending",
         **pod_counts(gang, assumed),
@@ -117,8 +119,9 @@ def pending_status(
 def running_status(
     gang: Gang, assumed: Mapping[str, str], phase: str = "Running"
 ) -> dict[str, Any]:
-    """Counts and phase of a bound gang; conditions and placement are kept as written at bind."""
-    return {"phase": phase, **pod_counts(gang, assumed)}
+    """Counts and phase of a bound (or finished) gang; conditions and placement are kept as
+    written at bind."""
+    return {"phase": str(phase), **pod_counts(gang, assumed)}
 
 
 def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 This is where Kubernetes objects become scheduling facts:
 - pods join gangs by PodGroup label (ours, scheduler-plugins' or Volcano's); a pod of ours with no
   group is a gang of one; a pod naming a PodGroup that does not exist waits (and is reported);
-- a gang with at least `minMember` pods bound is running; one with none bound is pending; one in
-  between is *partial* and is handed to the recovery step, while its pods still count as used so
-  nothing else lands on them;
+- each gang's phase and what to do about it (run, place, evict, roll back, fail, done) is the
+  core lifecycle's verdict (`core.lifecycle.decide`) on facts read here: its members' states,
+  its PodGroup's durable status, its Job's conditions; its pods count as used while any is bound;
 - pods bound by anyone else count against their nodes (`Node.used`), and so do the pods this
   operator bound a moment ago but the watch has not shown yet (`assumed`): scheduling on a stale
   view would overcommit.
@@ -13,8 +13,9 @@ This is where Kubernetes objects become scheduling facts:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from phalanx.core import (
     Member,
@@ -26,36 +27,86 @@ from phalanx.core import (
     Snapshot,
     decay_usage,
 )
-from phalanx.k8s.records import BudgetRec, GroupRec, NodeRec, PodRec, QueueRec, parse_time
+from phalanx.core.lifecycle import (
+    Action,
+    EvictedMark,
+    GangFacts,
+    LifecycleDecision,
+    LifecyclePolicy,
+    MemberFailure,
+    MemberState,
+    OwnerState,
+    decide,
+    member_lost,
+)
+from phalanx.k8s.records import (
+    BudgetRec,
+    GroupRec,
+    JobRec,
+    NodeRec,
+    PodRec,
+    QueueRec,
+    parse_time,
+)
 
 
 @dataclass
 class Gang:
-    """A PodGroup (or an implicit gang of one) with its live pods."""
+    """A PodGroup (or an implicit gang of one) with its pods and its lifecycle verdict.
+
+    `pods` are the pods not finished (deleting ones included: they still hold their nodes);
+    `finished` the ones that succeeded or failed. `status` is the PodGroup's status as this
+    operator knows it: the object's, with what it wrote since (the watch may lag behind) laid
+    over it. `decision` is the core lifecycle's verdict for this cycle.
+    """
 
     key: str
     group: GroupRec | None
     pods: list[PodRec] = field(default_factory=list)
-    succeeded: int = 0
-    failed: int = 0
+    finished: list[PodRec] = field(default_factory=list)
+    status: Mapping[str, Any] = field(default_factory=dict)
+    decision: LifecycleDecision | None = None
+
+    @property
+    def uid(self) -> str:
+        """What per-gang memory is keyed by: a PodGroup deleted and re-created under the same
+        name is another gang (its pods too: an implicit gang is its pod)."""
+        if self.group is not None:
+            return self.group.uid or self.key
+        return self.pods[0].uid if self.pods else self.key
 
     @property
     def min_member(self) -> int:
         return self.group.min_member if self.group else 1
 
+    @property
+    def succeeded(self) -> int:
+        return sum(1 for p in self.finished if p.phase == "Succeeded")
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for p in self.finished if p.phase != "Succeeded")
+
     def bound(self, assumed: Mapping[str, str]) -> list[PodRec]:
         return [p for p in self.pods if p.node_name or p.key in assumed]
+
+    def waiting(self, assumed: Mapping[str, str]) -> list[PodRec]:
+        """Pods to place: not bound, not being deleted."""
+        return [p for p in self.pods if not p.node_name and p.key not in assumed and not p.deleting]
 
 
 @dataclass
 class View:
-    """One cycle's input plus what the adapter needs to act on the result."""
+    """One cycle's input plus what the adapter needs to act on the result.
+
+    `running`: gangs that hold capacity and run (lifecycle `RUN`); `pending`: gangs the cycle
+    may place (`SCHEDULE`). Every gang's verdict is `gangs[key].decision`.
+    """
 
     snapshot: Snapshot
     gangs: dict[str, Gang]
     running: set[str]
     pending: set[str]
-    partial: set[str]
     orphans: list[PodRec]
     """Pods naming a PodGroup that does not exist."""
 
@@ -130,113 +181,149 @@ def build_view(
     priority_classes: Mapping[str, int],
     scheduler_name: str,
     assumed: Mapping[str, str],
-    evicting: set[str],
     usage: Mapping[str, float],
     half_life: float,
     now: float,
     budgets: Iterable[BudgetRec] = (),
     cache: ViewCache | None = None,
+    jobs: Mapping[str, JobRec] | None = None,
+    written: Mapping[str, Mapping[str, Any]] | None = None,
+    busy: Collection[str] = (),
+    lifecycle: LifecyclePolicy | None = None,
 ) -> View:
+    """The snapshot for one cycle, and each gang's lifecycle verdict (`core.lifecycle`).
+
+    `jobs` are the batch/v1 Jobs by uid (a Job-owned gang ends when its Job says so);
+    `written` what this operator wrote to each PodGroup's status since the watch last showed
+    it, by PodGroup uid; `busy` the uids of gangs this operator is binding right now.
+    """
     cache = cache if cache is not None else ViewCache()
+    jobs = jobs or {}
+    written = written or {}
+    lifecycle = lifecycle or LifecyclePolicy()
     nodes = list(nodes)
-    node_names = {n.name for n in nodes}
-    # A pod bound to a node that no longer exists is lost: it holds nothing, and its gang is
-    # short of a member (the kubelet is gone; PodGC would delete the pod later anyway).
-    pods = [p for p in pods if p.node_name is None or p.node_name in node_names or p.terminal]
+    node_by_name = {n.name: n for n in nodes}
+    pods = list(pods)
     group_by_key = {g.key: g for g in groups}
     gangs: dict[str, Gang] = {k: Gang(k, g) for k, g in group_by_key.items()}
     orphans: list[PodRec] = []
     other_used: dict[str, dict[str, int]] = {}
-    ours: list[PodRec] = []
 
-    finished: list[PodRec] = []
     for pod in pods:
         if pod.scheduler_name != scheduler_name:
-            if pod.node_name and not pod.terminal:
+            if pod.node_name and not pod.terminal and pod.node_name in node_by_name:
                 _add(other_used.setdefault(pod.node_name, {}), pod.requests)
             continue
         if pod.gated and not pod.node_name:
             continue  # a gated pod does not exist yet as far as scheduling goes
-        (finished if pod.terminal else ours).append(pod)
-
-    for pod in finished:
-        finished_gang = gangs.get(f"{pod.namespace}/{pod.group}") if pod.group else None
-        if finished_gang is not None:
-            if pod.phase == "Succeeded":
-                finished_gang.succeeded += 1
-            else:
-                finished_gang.failed += 1
-
-    for pod in ours:
         if pod.group is None:
+            if pod.terminal:
+                continue  # a finished bare pod: a gang of one that is over
             key = f"{pod.namespace}/{pod.name}"
             gangs.setdefault(key, Gang(key, None)).pods.append(pod)
             continue
         key = f"{pod.namespace}/{pod.group}"
         gang = gangs.get(key)
         if gang is None:
-            orphans.append(pod)
-            if pod.node_name:
-                _add(other_used.setdefault(pod.node_name, {}), pod.requests)
+            if not pod.terminal:
+                orphans.append(pod)
+                if pod.node_name and pod.node_name in node_by_name:
+                    _add(other_used.setdefault(pod.node_name, {}), pod.requests)
             continue
-        gang.pods.append(pod)
+        (gang.finished if pod.terminal else gang.pods).append(pod)
 
     blocking = [b for b in budgets if b.disruptions_allowed <= 0]
     running: list[RunningGang] = []
     pending: list[PendingGang] = []
-    running_keys, pending_keys, partial_keys = set(), set(), set()
+    running_keys, pending_keys = set(), set()
     queue_by_name = {q.name: q for q in queues}
 
     for key in sorted(gangs):
         gang = gangs[key]
         gang.pods.sort(key=lambda p: p.name)
-        live = [p for p in gang.pods if not p.deleting]
-        bound = gang.bound(assumed)
-        priority = _priority(gang, priority_classes)
         queue_name = gang.group.queue if gang.group else "default"
-        if bound:
-            members = tuple(cache.member(p, p.node_name or assumed[p.key]) for p in bound)
-            queue = queue_by_name.get(queue_name)
+        queue = queue_by_name.get(queue_name)
+        if gang.group is not None:
+            gang.status = {**gang.group.status, **written.get(gang.group.uid, {})}
+        limit = _time_limit(gang, queue)
+        states = [_member_state(p, assumed, node_by_name, now, lifecycle) for p in gang.pods]
+        states += [
+            MemberState.SUCCEEDED if p.phase == "Succeeded" else MemberState.FAILED
+            for p in gang.finished
+        ]
+        facts = GangFacts(
+            id=key,
+            min_member=gang.min_member,
+            members=tuple(s for s in states if s is not None),
+            created=gang.group.created if gang.group else min(p.created for p in gang.pods),
+            recorded_phase=_str(gang.status.get("phase")),
+            scheduled_at=parse_time(gang.status.get("scheduledAt")),
+            evicted=_evicted(gang.status),
+            owner=_owner_state(gang, jobs),
+            binding=gang.uid in busy,
+            member_failure=_member_failure(gang.group),
+            member_failures=_int(gang.status.get("memberFailures")),
+            time_limit=limit,
+            schedule_timeout=gang.group.schedule_timeout if gang.group else None,
+        )
+        decision = gang.decision = decide(facts, lifecycle, now)
+        priority = _priority(gang, priority_classes)
+        held = [
+            p for p in gang.bound(assumed) if (p.node_name or assumed.get(p.key)) in node_by_name
+        ]
+        if decision.holds_capacity:
+            if not held and decision.action is not Action.RUN:
+                continue  # nothing of it left on any node (members on lost nodes only)
+            members = tuple(cache.member(p, p.node_name or assumed[p.key]) for p in held)
+            waiting: tuple[Member, ...] = ()
+            if decision.action is Action.RUN:
+                waiting = tuple(cache.pending_member(p) for p in gang.waiting(assumed))
+                running_keys.add(key)
             running.append(
                 RunningGang(
                     id=key,
                     queue=queue_name,
                     members=members,
                     priority=priority,
-                    start_time=_start_time(gang, now),
-                    time_limit=_time_limit(gang.group, queue),
+                    start_time=facts.scheduled_at if facts.scheduled_at is not None else now,
+                    time_limit=limit,
                     # A budget that allows no disruption now protects the gang from reclaim
                     # and preemption: the core picks another victim.
                     protected=any(
                         b.namespace == p.namespace and b.selects(p.labels)
                         for b in blocking
-                        for p in bound
+                        for p in held
                     ),
-                    evicting=key in evicting,
+                    evicting=decision.evicting,
+                    waiting=waiting,
+                    topology_required=gang.group.topology_required if gang.group else None,
                 )
             )
-            if len(bound) >= gang.min_member or key in evicting:
-                running_keys.add(key)
-            else:
-                partial_keys.add(key)
             continue
+        # Not holding capacity for the gang: what is still bound is the workload's own.
+        for p in held:
+            _add(other_used.setdefault(p.node_name or assumed[p.key], {}), p.requests)
+        if decision.action is not Action.SCHEDULE:
+            continue
+        live = gang.waiting(assumed)
         if gang.group is None and not live:
             continue
         pending.append(
             PendingGang(
                 id=key,
-                min_member=gang.min_member,
+                min_member=max(1, decision.need),
                 members=tuple(cache.pending_member(p) for p in live),
                 queue=queue_name,
                 namespace=key.partition("/")[0],
                 priority=priority,
-                creation_time=gang.group.created if gang.group else min(p.created for p in live),
+                creation_time=facts.created,
                 topology_required=gang.group.topology_required if gang.group else None,
                 topology_preferred=gang.group.topology_preferred if gang.group else None,
-                time_limit=_time_limit(gang.group, queue_by_name.get(queue_name)),
+                time_limit=limit,
                 min_resources=dict(gang.group.min_resources)
                 if gang.group and gang.group.min_resources is not None
                 else None,
+                not_before=decision.not_before,
             )
         )
         pending_keys.add(key)
@@ -244,7 +331,7 @@ def build_view(
     core_nodes = tuple(
         cache.node(n, other_used.get(n.name, {})) for n in sorted(nodes, key=lambda n: n.name)
     )
-    cache.forget_except(node_names, {p.key for p in pods})
+    cache.forget_except(set(node_by_name), {p.key for p in pods})
     core_queues = tuple(
         Queue(
             name=q.name,
@@ -261,7 +348,73 @@ def build_view(
         for q in sorted(queues, key=lambda q: q.name)
     )
     snapshot = Snapshot(core_nodes, core_queues, tuple(running), tuple(pending))
-    return View(snapshot, gangs, running_keys, pending_keys, partial_keys, orphans)
+    return View(snapshot, gangs, running_keys, pending_keys, orphans)
+
+
+def _member_state(
+    pod: PodRec,
+    assumed: Mapping[str, str],
+    nodes: Mapping[str, NodeRec],
+    now: float,
+    policy: LifecyclePolicy,
+) -> MemberState | None:
+    """How the lifecycle counts one unfinished pod (None: not a member, e.g. an unbound pod
+    being deleted). A phase the contract does not know counts as bound or pending."""
+    node = pod.node_name or assumed.get(pod.key)
+    if node is None:
+        return None if pod.deleting else MemberState.PENDING
+    if pod.deleting:
+        return MemberState.TERMINATING
+    rec = nodes.get(node)
+    if pod.node_name is not None and member_lost(
+        rec is not None,
+        rec.not_ready_since if rec is not None and not rec.ready else None,
+        now,
+        policy.node_lost_seconds,
+    ):
+        return MemberState.LOST
+    return MemberState.RUNNING if pod.phase == "Running" else MemberState.BOUND
+
+
+def _owner_state(gang: Gang, jobs: Mapping[str, JobRec]) -> OwnerState:
+    """What the gang's controller says: one Job for all its pods → that Job's state; pods
+    with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN."""
+    owners = {p.owner for p in [*gang.pods, *gang.finished]}
+    if owners == {None}:
+        return OwnerState.NONE
+    if len(owners) != 1:
+        return OwnerState.UNKNOWN
+    owner = next(iter(owners))
+    assert owner is not None
+    kind, _name, uid = owner
+    job = jobs.get(uid) if kind == "Job" else None
+    if job is None:
+        return OwnerState.UNKNOWN
+    return {"Complete": OwnerState.COMPLETE, "Failed": OwnerState.FAILED}.get(
+        job.state, OwnerState.ACTIVE
+    )
+
+
+def _evicted(status: Mapping[str, Any]) -> EvictedMark | None:
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == "Evicted" and c.get("status") == "True":
+            since = parse_time(c.get("lastTransitionTime"))
+            return EvictedMark(str(c.get("reason") or ""), since if since is not None else 0.0)
+    return None
+
+
+def _member_failure(group: GroupRec | None) -> MemberFailure | None:
+    if group is None or group.member_failure is None:
+        return None
+    return MemberFailure(group.member_failure)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _restored_usage(queue: QueueRec, half_life: float, now: float) -> float:
@@ -282,17 +435,15 @@ def _priority(gang: Gang, classes: Mapping[str, int]) -> int:
     return max((p.priority for p in gang.pods), default=0)
 
 
-def _start_time(gang: Gang, now: float) -> float:
-    if gang.group:
-        started = parse_time(gang.group.status.get("scheduledAt"))
-        if started is not None:
-            return started
-    return now
-
-
-def _time_limit(group: GroupRec | None, queue: QueueRec | None) -> float | None:
+def _time_limit(gang: Gang, queue: QueueRec | None) -> float | None:
+    """The PodGroup's `timeLimitSeconds`, else its queue's default, else the members'
+    `activeDeadlineSeconds` when every member has one (the kubelet ends each pod by then)."""
+    group = gang.group
     if group and group.time_limit is not None:
         return group.time_limit
     if queue and queue.default_time_limit is not None:
         return queue.default_time_limit
+    deadlines = [p.active_deadline for p in gang.pods]
+    if deadlines and all(d is not None for d in deadlines):
+        return max(d for d in deadlines if d is not None)
     return None

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from phalanx.core.lifecycle import Action
 from phalanx.k8s.records import group_record, node_record, pod_record, queue_record
 from phalanx.k8s.view import build_view
 from phalanx.quantity import QuantityError, format_units, parse, to_units
@@ -67,7 +68,6 @@ def view(
         priority_classes={},
         scheduler_name="phalanx",
         assumed={},
-        evicting=set(),
         usage={},
         half_life=3600,
         now=1000.0,
@@ -126,7 +126,9 @@ def test_gang_states_running_pending_partial() -> None:
     v = view([node("n1"), node("n2")], pods, [group("run", 2), group("wait", 1), group("half", 2)])
     assert v.running == {"ns/run"}
     assert v.pending == {"ns/wait"}
-    assert v.partial == {"ns/half"}
+    half = v.gangs["ns/half"].decision
+    assert half is not None and half.action is Action.ROLL_BACK, "partly bound, no bind running"
+    assert "ns/half" in {g.id for g in v.snapshot.running}, "its bound pod still holds n2"
 
 
 def test_other_schedulers_pods_count_as_used_and_lost_nodes_free_nothing() -> None:
@@ -181,7 +183,6 @@ def test_a_budget_allowing_no_disruption_protects_the_running_gang_it_selects() 
         priority_classes={},
         scheduler_name="phalanx",
         assumed={},
-        evicting=set(),
         usage={},
         half_life=3600,
         now=1000.0,
@@ -206,7 +207,6 @@ def test_a_view_built_with_the_cache_equals_one_built_afresh_after_changes() -> 
             priority_classes={},
             scheduler_name="phalanx",
             assumed={"ns/h-0": "n2"},
-            evicting=set(),
             usage={},
             half_life=3600,
             now=1000.0,

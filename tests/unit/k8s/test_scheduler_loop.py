@@ -63,6 +63,11 @@ class FakeApi:
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         pass
 
+    async def patch_pod_condition(
+        self, namespace: str, pod: str, condition: Mapping[str, Any]
+    ) -> None:
+        self.calls.append(("pod-condition", pod))
+
     async def event(
         self, involved: Mapping[str, str], reason: str, message: str, kind_of_event: str = "Normal"
     ) -> None:
@@ -111,7 +116,7 @@ def test_the_decision_is_recorded_before_any_bind_and_the_gang_binds_whole() -> 
     running = next(st for st in api.statuses if st.get("phase") == "Running")
     # Every count is written with the phase, so no refresh of the counts follows at once.
     assert (running["members"], running["bound"], running["running"]) == (2, 2, 0)
-    assert "ns/g" in sched.refreshed, "the bind's writes restart the drift refresh's clock"
+    assert "g-g" in sched.refreshed, "the bind's writes restart the drift refresh's clock"
     # Held until the watch shows the pods bound: two 8-GPU pods on the two 8-GPU nodes.
     assert set(sched.assumed) == {"ns/a", "ns/b"}
     assert set(sched.assumed.values()) == {"n1", "n2"}
@@ -182,7 +187,7 @@ def test_binds_are_pipelined_a_later_cycle_places_new_gangs_and_leaves_the_one_i
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)  # returns with g's binds held
         await asyncio.sleep(0.05)
-        assert set(sched.inflight) == {"ns/g"}, "g's binds are held: its task is still running"
+        assert set(sched.inflight) == {"g-g"}, "g's binds are held: its task is still running"
         calls_before = len(api.calls)
         # h arrives while g is still binding: the next cycle places h on what g left free.
         sched.source = ListSource(second, [group("g", 2), group("h", 2)])
@@ -231,12 +236,12 @@ def test_status_writes_do_not_hold_up_the_next_cycle_and_land_before_the_gangs_b
     async def scenario() -> None:
         # g does not fit: its pending status is written in the background (held by the gate).
         await asyncio.wait_for(sched.cycle(), timeout=5)
-        assert set(sched.status_writes) == {"ns/g"}
+        assert set(sched.status_writes) == {"g-g"}
         # The blocker ends: the next cycle runs at once and decides to bind g.
         sched.source = ListSource(gang, [group("g", 2)])
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
-        assert set(sched.inflight) == {"ns/g"}
+        assert set(sched.inflight) == {"g-g"}
         assert not [c for c in api.calls if c[0] == "bind"], "bound before its status landed"
         api.gate.set()
         await sched.settle()
@@ -263,16 +268,17 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
     sched = Scheduler(cfg, FakeApi(), source, clock=lambda: 1000.0)
     body = group("g", 2)
     body["status"] = {"queuePosition": 3}
-    gang = Gang("ns/g", group_record(body))
+    rec = group_record(body)
+    gang = Gang("ns/g", rec, status=rec.status)
 
     async def check() -> None:
-        sched.refreshed["ns/g"] = time.monotonic()
-        idle = sched._status_change(gang, {"queuePosition": 4})
+        sched.refreshed["g-g"] = time.monotonic()
+        idle = sched.reporter._status_change(gang, {"queuePosition": 4})
         assert idle is not None, "idle: drifting figures are refreshed after status_refresh_s"
         idle.close()
-        sched.refreshed["ns/g"] = time.monotonic()
+        sched.refreshed["g-g"] = time.monotonic()
         sched.inflight["ns/other"] = asyncio.create_task(asyncio.sleep(0))
-        assert sched._status_change(gang, {"queuePosition": 5}) is None, (
+        assert sched.reporter._status_change(gang, {"queuePosition": 5}) is None, (
             "busy: the refresh waits status_refresh_busy_s"
         )
         turned = {
@@ -281,7 +287,7 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
                 {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": ""}
             ],
         }
-        write = sched._status_change(gang, turned)
+        write = sched.reporter._status_change(gang, turned)
         assert write is not None, "a reason that turns is written at once, busy or not"
         write.close()
         await sched.inflight.pop("ns/other")
@@ -318,7 +324,7 @@ def test_running_status_and_event_wait_while_other_gangs_bind_then_are_written()
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
-        assert set(sched.inflight) == {"ns/h"} and set(sched.deferred) == {"ns/g"}
+        assert set(sched.inflight) == {"g-h"} and set(sched.deferred) == {"g-g"}
         await asyncio.wait_for(sched.cycle(), timeout=5)  # h is still binding: nothing yet
         await asyncio.sleep(0.05)
         assert ("status", "Running") not in api.calls
@@ -345,7 +351,7 @@ def test_deferred_reports_go_after_status_refresh_busy_s_even_in_a_burst() -> No
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
-        assert set(sched.inflight) == {"ns/h"}
+        assert set(sched.inflight) == {"g-h"}
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
         assert ("status", "Running") in api.calls, "waited its limit (0 s): written mid-burst"
@@ -363,8 +369,8 @@ def test_a_deferred_report_lands_before_any_later_write_of_its_gang() -> None:
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
-        gang = sched.deferred["ns/g"].gang
-        await sched._evict_gang(gang, "Preempted", "test")
+        gang = sched.deferred["g-g"].gang
+        await sched.evictor.evict(gang, "Preempted", "test", sched.assumed)
         api.gate.set()
         await sched.settle()
 
@@ -382,7 +388,7 @@ def test_a_gang_whose_running_report_is_deferred_counts_as_running_to_partial_re
     async def scenario() -> None:
         await asyncio.wait_for(sched.cycle(), timeout=5)
         await asyncio.sleep(0.05)
-        assert "ns/g" in sched.deferred
+        assert "g-g" in sched.deferred
         # The watch now shows g's `a` bound and `b` gone: g is partly bound.
         bound_a = pod("a", group="g", gpus=4, node_name=sched.assumed["ns/a"])
         held = [pod("c", group="h", gpus=4), pod("d", group="h", gpus=4)]
@@ -449,14 +455,19 @@ def test_evictions_of_several_gangs_run_concurrently() -> None:
     sched = Scheduler(
         cfg, api, ListSource(bound, [group("g", 2), group("h", 2)]), clock=lambda: 1.0
     )
-    view = sched._view(sched.source.records(), 1.0)
+    view = sched._view(sched.source.records(), 1.0, set())
     result: Any = SimpleNamespace(
         evictions=[
             SimpleNamespace(gang=key, reason="Reclaimed", message="test")
             for key in ("ns/g", "ns/h")
         ]
     )
-    asyncio.run(asyncio.wait_for(sched._evict_decided(result, view, 1.0), timeout=5))
+
+    async def evict() -> None:
+        sched._evict_decided(result, view, set())
+        await sched.settle()
+
+    asyncio.run(asyncio.wait_for(evict(), timeout=5))
     assert sorted(c[1] for c in api.calls if c[0] == "evict") == ["a", "b", "c", "d"]
     assert [c for c in api.calls if c[0] == "evicted"] == [("evicted", "Reclaimed")] * 2
 

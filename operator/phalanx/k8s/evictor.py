@@ -1,0 +1,97 @@
+"""Evicting whole gangs: what the cycle decided (reclaim, preemption) and what the lifecycle did
+(time limit, member failure, an eviction issued again).
+
+The `Evicted=True` mark goes on the PodGroup *before* any pod is evicted: it is the durable
+fact that this gang's capacity is on its way back. The next cycle — in this operator or in one
+restarted after a crash — reads it and neither counts the gang as running nor evicts it twice;
+if its members are still bound long after, the lifecycle has the eviction issued again. Members
+go through the Eviction API with a grace period, concurrently, bounded by `bind_concurrency`
+slots (one after another, a reclaim of a full `large` cluster held the loop for minutes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+
+from phalanx.config import OperatorConfig
+from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.records import PodRec
+from phalanx.k8s.reporter import Reporter, group_ref
+from phalanx.k8s.status import condition, merge_conditions
+from phalanx.k8s.tasks import pod_ref
+from phalanx.k8s.view import Gang
+
+log = logging.getLogger("phalanx.evictor")
+
+
+class Evictor:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        api: ClusterWrites,
+        metrics: Metrics,
+        reporter: Reporter,
+        clock: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.metrics = metrics
+        self.reporter = reporter
+        self.clock = clock
+        self._slots = asyncio.Semaphore(config.bind_concurrency)
+
+    async def evict(
+        self,
+        gang: Gang,
+        reason: str,
+        message: str,
+        assumed: Mapping[str, str],
+        member_failures: int | None = None,
+    ) -> None:
+        """Mark the gang evicted (durably), then evict every bound member with a grace period."""
+        await self.reporter.status_landed(gang.uid)
+        self.metrics.evictions_total.labels(reason=reason).inc()
+        if gang.group:
+            previous = gang.status
+            patch: dict[str, object] = {
+                "phase": "Pending",
+                "placement": None,
+                "scheduledAt": None,
+                "conditions": merge_conditions(
+                    previous,
+                    [condition(previous, "Evicted", "True", reason, message, self.clock())],
+                ),
+            }
+            if member_failures is not None:
+                patch["memberFailures"] = member_failures
+            await self.reporter.patch_group(gang, patch)
+            self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
+        members = [p for p in gang.bound(assumed) if not p.deleting]
+        refused = await asyncio.gather(
+            *(self._evict_one(gang, p, reason, message) for p in members)
+        )
+        blocked = [name for name in refused if name is not None]
+        if blocked:
+            # The mark stays: the lifecycle issues the eviction again after `eviction_retry`.
+            log.warning("eviction of %s blocked by a disruption budget for %s", gang.key, blocked)
+
+    async def _evict_one(self, gang: Gang, pod: PodRec, reason: str, message: str) -> str | None:
+        """Evict one member; its name if a disruption budget refused it."""
+        self.reporter.emit(
+            pod_ref(pod.namespace, pod.name, pod.uid),
+            reason,
+            f"evicted with its gang {gang.key}: {message}",
+            "Warning",
+        )
+        try:
+            async with self._slots:
+                await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
+        except ApiError as exc:
+            if exc.status == 429:
+                return pod.name
+            if exc.status != 404:
+                log.warning("evicting %s: %s", pod.key, exc)
+        return None

@@ -1,0 +1,452 @@
+"""What the operator tells people and tools: PodGroup and Queue status, Events, pod conditions.
+
+Reports never decide anything: each status body says what the core decided (the cycle's verdict
+on a pending gang, the lifecycle's phase of every gang). They are written only when they change,
+and the figures that merely drift (position, ETA, counts, numbers in a message) are refreshed at
+a bounded rate, so that a bind burst is not slowed by bookkeeping:
+
+- Status writes are started as tasks, at most `STATUS_WRITES` at once, and a gang with a write
+  in flight is skipped until it lands; any later write of the same gang waits for it, so writes
+  of one gang never land out of order.
+- A gang bound whole has its `Running` status and `Scheduled` Event *deferred* while other gangs
+  are still binding (on 2 cores the API server is the bottleneck of a burst, and these writes
+  cost it more than the gang's binds, bench/write_cost.py). They go once no gang has been in
+  flight for `status_quiet_s`, or when the oldest has waited `status_refresh_busy_s`, or just
+  before any other write of the same gang. A crash loses only these reports: the next leader
+  sees the gang bound whole and writes `Running` from its own view.
+- What was written is kept (`written`, by PodGroup uid) and laid over the watched status: the
+  lifecycle reads a gang's recorded phase and `Evicted` mark through it, since the watch may not
+  have shown the write yet. It is a cache of the cluster, pruned when the object goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.config import OperatorConfig
+from phalanx.core import GPU, CycleResult, Reason
+from phalanx.core.lifecycle import Action, FailReason, Phase
+from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.status import (
+    condition,
+    diff,
+    merge_conditions,
+    pending_status,
+    queue_status_body,
+    rfc3339,
+    running_status,
+)
+from phalanx.k8s.tasks import limited, pod_ref, spawn
+from phalanx.k8s.view import Gang, View
+
+log = logging.getLogger("phalanx.reporter")
+STATUS_WRITES = 16
+"""PodGroup status patches in flight at once (binds have their own, larger, limit)."""
+POD_CONDITION_WRITES = 4
+"""`PodScheduled` patches in flight at once: the lowest-priority writes there are."""
+DRIFTING_FIELDS = frozenset(
+    {
+        "queuePosition",
+        "estimatedStartTime",
+        "pendingDetail",
+        "conditions",
+        "members",
+        "bound",
+        "running",
+        "succeeded",
+        "failed",
+        "observedGeneration",
+    }
+)
+"""Status fields whose change alone is refreshed at a bounded rate (see `_status_change`)."""
+ANNOUNCED = {Phase.SUCCEEDED: "Normal", Phase.FAILED: "Warning", Phase.DEGRADED: "Warning"}
+"""Phases whose arrival is also an Event on the PodGroup."""
+
+
+@dataclass
+class Deferred:
+    """A gang's `Running` status and `Scheduled` Event, held back while other gangs bind."""
+
+    gang: Gang
+    status: dict[str, Any]
+    reason: str
+    message: str
+    since: float = field(default_factory=time.monotonic)
+
+
+def group_ref(gang: Gang) -> dict[str, str]:
+    assert gang.group is not None
+    return {
+        "apiVersion": "phalanx.dev/v1alpha1",
+        "kind": "PodGroup",
+        "name": gang.group.name,
+        "namespace": gang.group.namespace,
+        "uid": gang.group.uid,
+    }
+
+
+class Reporter:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        api: ClusterWrites,
+        metrics: Metrics,
+        busy: Callable[[], bool],
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.metrics = metrics
+        self.busy = busy
+        """Whether gangs are binding (drifting figures then wait longer; see the module)."""
+        self.written: dict[str, dict[str, Any]] = {}
+        """PodGroup uid → status fields this operator wrote; `queue:<name>` for Queues."""
+        self.refreshed: dict[str, float] = {}
+        self.reported: dict[str, tuple[str, str]] = {}
+        self.deferred: dict[str, Deferred] = {}
+        self.status_writes: dict[str, asyncio.Task[None]] = {}
+        self.pod_writes: dict[str, asyncio.Task[None]] = {}
+        self.pod_written: dict[str, tuple[str, str, float]] = {}
+        """Pod uid → (reason, message, when) of the `PodScheduled` condition last written."""
+        self._background: set[asyncio.Task[None]] = set()
+        self._status_slots = asyncio.Semaphore(STATUS_WRITES)
+        self._pod_slots = asyncio.Semaphore(POD_CONDITION_WRITES)
+
+    # -- Events -------------------------------------------------------------------------------
+
+    def emit(
+        self, involved: Mapping[str, str], reason: str, message: str, kind: str = "Normal"
+    ) -> None:
+        """Post an Event in the background: Events are for people, never worth a bind's wait."""
+        task = asyncio.create_task(self.api.event(involved, reason, message, kind))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- the overlay the lifecycle reads ------------------------------------------------------
+
+    def overlay(self) -> dict[str, Mapping[str, Any]]:
+        """Per PodGroup uid, the status fields written or deferred since the watch showed them:
+        a deferred `Running` counts, so a member failing in a burst is a member failure of a
+        running gang, not a partly bound one."""
+        out: dict[str, Mapping[str, Any]] = dict(self.written)
+        for uid, d in self.deferred.items():
+            out[uid] = {**self.written.get(uid, {}), **d.status}
+        return out
+
+    def prune(self, live_groups: Collection[str], live_pods: Collection[str]) -> None:
+        """Forget gangs and pods that are gone (the maps must not grow forever)."""
+        keep = set(live_groups)
+        for table in (self.written, self.refreshed, self.reported):
+            for key in list(table):
+                if key not in keep and not key.startswith("queue:"):
+                    del table[key]
+        for key in list(self.pod_written):
+            if key not in live_pods:
+                del self.pod_written[key]
+
+    # -- PodGroup status ------------------------------------------------------------------------
+
+    async def status_landed(self, uid: str) -> None:
+        """Wait until a status write of this gang that is in flight has landed."""
+        task = self.status_writes.get(uid)
+        if task is not None:
+            await asyncio.wait([task])
+
+    async def patch_group(self, gang: Gang, patch: Mapping[str, Any]) -> None:
+        """Write now, after the gang's deferred report if it has one (writes stay in order)."""
+        earlier = self.deferred.pop(gang.uid, None)
+        if earlier is not None:
+            await self._write_deferred(earlier)
+        await self.send_group_patch(gang, patch)
+
+    async def send_group_patch(self, gang: Gang, patch: Mapping[str, Any]) -> None:
+        assert gang.group is not None
+        body = dict(patch)
+        if gang.group.generation:
+            body["observedGeneration"] = gang.group.generation
+        try:
+            await self.api.patch_group_status(gang.group.namespace, gang.group.name, body)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("status of %s: %s", gang.key, exc)
+            return
+        self.written.setdefault(gang.uid, {}).update(body)
+        # Drifting figures are refreshed status_refresh_s after the gang's last write of any
+        # kind (a bind's own writes included), not after its last refresh.
+        self.refreshed[gang.uid] = time.monotonic()
+
+    def defer(self, gang: Gang, status: dict[str, Any], reason: str, message: str) -> None:
+        self.deferred[gang.uid] = Deferred(gang, status, reason, message)
+
+    def flush_deferred(self, force: bool = False) -> None:
+        """Start the deferred reports' writes if no gang has bound for `status_quiet_s`, or the
+        oldest has waited `status_refresh_busy_s` (or `force`)."""
+        if not self.deferred:
+            return
+        now = time.monotonic()
+        waited = now - min(d.since for d in self.deferred.values())
+        if self.busy() and waited < self.config.status_refresh_busy_s and not force:
+            return
+        for uid in sorted(self.deferred):
+            if uid in self.status_writes:
+                continue  # an earlier write of it is landing; the next flush takes this one
+            write = self._write_deferred(self.deferred.pop(uid))
+            spawn(self.status_writes, uid, limited(self._status_slots, write), "status")
+
+    async def _write_deferred(self, d: Deferred) -> None:
+        await self.send_group_patch(d.gang, d.status)
+        self.emit(group_ref(d.gang), d.reason, d.message)
+
+    def write_statuses(
+        self,
+        view: View,
+        result: CycleResult,
+        now: float,
+        assumed: Mapping[str, str],
+        skip: Collection[str],
+    ) -> None:
+        """Start the status writes this cycle's verdicts call for. `skip`: gangs (by uid) whose
+        binds, rollback or eviction are under way: their tasks own their status."""
+        writes: dict[str, Coroutine[Any, Any, None]] = {}
+        for key in sorted(view.gangs):
+            gang = view.gangs[key]
+            d = gang.decision
+            uid = gang.uid
+            if d is None or key in result.bindings or uid in skip:
+                continue
+            if uid in self.status_writes or uid in self.deferred:
+                continue  # the write in flight (or the deferred one) comes first
+            if gang.group is None:
+                core = result.gangs.get(key)
+                if d.action is Action.SCHEDULE and core is not None and gang.pods:
+                    self._report_implicit(gang, core.reason, core.message)
+                continue
+            desired = self._desired(gang, result, now, assumed)
+            if desired is None:
+                continue
+            write = self._status_change(gang, desired)
+            if write is not None:
+                writes[uid] = write
+        for uid, write in writes.items():
+            spawn(self.status_writes, uid, limited(self._status_slots, write), "status")
+
+    def _desired(
+        self, gang: Gang, result: CycleResult, now: float, assumed: Mapping[str, str]
+    ) -> dict[str, Any] | None:
+        """The status body the gang's verdict calls for (None: its task writes it)."""
+        d = gang.decision
+        assert d is not None and gang.group is not None
+        if d.action is Action.SCHEDULE:
+            core = result.gangs.get(gang.key)
+            return pending_status(gang, core, assumed, now) if core is not None else None
+        if d.action is Action.RUN:
+            desired = running_status(gang, assumed, d.phase)
+            if gang.status.get("scheduledAt") is None:
+                desired["scheduledAt"] = rfc3339(now)  # written by an older version: start now
+            return desired
+        if d.action is Action.FAIL:
+            previous = gang.status
+            desired = {
+                **running_status(gang, assumed, Phase.FAILED),
+                "queuePosition": None,
+                "estimatedStartTime": None,
+                "pendingDetail": None,
+            }
+            if d.reason == FailReason.SCHEDULE_TIMEOUT:
+                desired["conditions"] = merge_conditions(
+                    previous,
+                    [
+                        condition(
+                            previous, "Scheduled", "False", Reason.WAITING_FOR_PODS, d.message, now
+                        )
+                    ],
+                )
+            return desired
+        if d.action is Action.NONE and d.phase in (Phase.SUCCEEDED, Phase.FAILED):
+            return {
+                **running_status(gang, assumed, d.phase),
+                "queuePosition": None,
+                "estimatedStartTime": None,
+                "pendingDetail": None,
+            }
+        return None
+
+    def _status_change(
+        self, gang: Gang, desired: Mapping[str, Any]
+    ) -> Coroutine[Any, Any, None] | None:
+        """The write that brings the gang's status to `desired`, or None when none is due.
+
+        Figures that only drift (position, ETA, numbers in the message, pod counts) are
+        refreshed at most every `status_refresh_s` per gang — `status_refresh_busy_s` while
+        gangs are binding — so a burst of binds does not turn into a patch of every gang on
+        every cycle, and refreshes do not compete with binds for the API server (measured: they
+        were over half of the PodGroup status patches of a bind burst). A phase or a reason
+        that turns is written at once. Decided here, synchronously, so nothing is spawned for
+        the many gangs with nothing to write.
+        """
+        assert gang.group is not None
+        current = gang.status
+        patch = diff(current, desired)
+        if not patch:
+            return None
+        cond = next((c for c in desired.get("conditions") or [] if c["type"] == "Scheduled"), None)
+        old = next(
+            (
+                c
+                for c in current.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") == "Scheduled"
+            ),
+            None,
+        )
+        turned = cond is not None and (
+            old is None
+            or (old.get("status"), old.get("reason")) != (cond["status"], cond["reason"])
+        )
+        drifting = set(patch) <= DRIFTING_FIELDS
+        now = time.monotonic()
+        cfg = self.config
+        every = cfg.status_refresh_busy_s if self.busy() else cfg.status_refresh_s
+        recent = now - self.refreshed.get(gang.uid, 0.0) < every
+        if drifting and not turned and recent:
+            return None
+        self.refreshed[gang.uid] = now
+        return self._write_status(gang, patch, cond if turned else None)
+
+    async def _write_status(
+        self, gang: Gang, patch: Mapping[str, Any], turned: Mapping[str, Any] | None
+    ) -> None:
+        phase = patch.get("phase")
+        await self.patch_group(gang, patch)
+        if turned is not None and self.reported.get(gang.uid) != (turned["reason"], ""):
+            self.reported[gang.uid] = (turned["reason"], "")
+            if turned["status"] == "False":
+                self.emit(group_ref(gang), turned["reason"], turned["message"], "Warning")
+        if phase in ANNOUNCED and self.reported.get(gang.uid) != (phase, "phase"):
+            self.reported[gang.uid] = (phase, "phase")
+            d = gang.decision
+            message = (d.message if d is not None and d.message else "") or (
+                f"{gang.succeeded} of {gang.min_member} members succeeded"
+                if phase == Phase.SUCCEEDED
+                else f"gang {str(phase).lower()}"
+            )
+            reason = d.reason if d is not None and d.reason else str(phase)
+            self.emit(group_ref(gang), reason, message, ANNOUNCED[Phase(phase)])
+
+    def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
+        pod = gang.pods[0]
+        if self.reported.get(gang.uid) != (reason, message):
+            self.reported[gang.uid] = (reason, message)
+            self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, "Warning")
+
+    def report_orphans(self, view: View) -> None:
+        for pod in view.orphans:
+            key = f"orphan:{pod.uid}"
+            if key not in self.reported:
+                self.reported[key] = ("PodGroupNotFound", pod.group or "")
+                self.emit(
+                    pod_ref(pod.namespace, pod.name, pod.uid),
+                    "PodGroupNotFound",
+                    f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
+                    "Warning",
+                )
+
+    # -- pods ---------------------------------------------------------------------------------
+
+    def write_pod_conditions(self, view: View, result: CycleResult) -> None:
+        """`PodScheduled=False`, reason `Unschedulable`, with the gang's message, on members of
+        gangs that wait (kube-scheduler's signal, which cluster-autoscaler and Karpenter act on).
+
+        The lowest priority of all writes: none while gangs bind, a few in flight at once, and
+        a message whose numbers merely drift rewritten at most every `pod_condition_refresh_s`
+        (the pod's own condition tells what is there, so a restart rewrites nothing). The
+        binding itself sets `PodScheduled=True`.
+        """
+        if self.busy():
+            return
+        now = time.monotonic()
+        every = self.config.pod_condition_refresh_s
+        for key in sorted(view.pending):
+            core = result.gangs.get(key)
+            if core is None or key in result.bindings or core.reason in _BOUND:
+                continue
+            gang = view.gangs[key]
+            message = core.message
+            for pod in gang.pods:
+                if pod.node_name or pod.deleting or pod.uid in self.pod_writes:
+                    continue
+                shown = pod.scheduled
+                if shown is not None and shown == ("False", "Unschedulable", message):
+                    continue
+                last = self.pod_written.get(pod.uid)
+                if last is not None and last[:2] == ("Unschedulable", message):
+                    continue
+                same_reason = shown is not None and shown[:2] == ("False", "Unschedulable")
+                if same_reason and last is not None and now - last[2] < every:
+                    continue
+                self.pod_written[pod.uid] = ("Unschedulable", message, now)
+                cond = {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": f"gang {gang.key}: {message}"[:1024],
+                    "lastTransitionTime": rfc3339(time.time()),
+                }
+                work = self._write_pod_condition(pod.namespace, pod.name, cond)
+                spawn(self.pod_writes, pod.uid, limited(self._pod_slots, work), "pod condition")
+
+    async def _write_pod_condition(
+        self, namespace: str, name: str, cond: Mapping[str, Any]
+    ) -> None:
+        try:
+            await self.api.patch_pod_condition(namespace, name, cond)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("PodScheduled of %s/%s: %s", namespace, name, exc)
+
+    # -- Queues -------------------------------------------------------------------------------
+
+    async def write_queues(
+        self,
+        result: CycleResult,
+        view: View,
+        now: float,
+        usage: Mapping[str, float],
+        persist_usage: bool,
+    ) -> None:
+        for name, qs in sorted(result.queues.items()):
+            for res, v in qs.deserved.items():
+                self.metrics.queue_deserved.labels(queue=name, resource=res).set(v)
+            for res, v in qs.allocated.items():
+                self.metrics.queue_allocated.labels(queue=name, resource=res).set(v)
+            self.metrics.queue_pending.labels(queue=name).set(qs.pending_gangs)
+            desired = queue_status_body(qs, usage.get(name, 0.0), now)
+            previous = self.written.get(f"queue:{name}", {})
+            if not persist_usage and previous:
+                desired["usage"] = previous.get("usage")
+                desired["usageUpdatedAt"] = previous.get("usageUpdatedAt")
+            patch = diff(previous, desired)
+            if not patch:
+                continue
+            try:
+                await self.api.patch_queue_status(name, patch)
+            except ApiError as exc:
+                log.warning("status of queue %s: %s", name, exc)
+                continue
+            self.written[f"queue:{name}"] = {**previous, **patch}
+        total = sum(n.allocatable.get(GPU, 0) for n in view.snapshot.nodes)
+        allocated = sum(qs.allocated.get(GPU, 0) for qs in result.queues.values())
+        self.metrics.gpus.labels(state="allocated").set(allocated)
+        self.metrics.gpus.labels(state="idle").set(max(0, total - allocated))
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return [*self.status_writes.values(), *self.pod_writes.values(), *self._background]
+
+
+_BOUND = (Reason.SCHEDULED, Reason.BACKFILLED)

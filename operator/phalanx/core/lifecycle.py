@@ -289,7 +289,8 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
     whole = n.live + n.succeeded >= facts.min_member and n.live + n.succeeded > 0
     ran = recorded in (Phase.RUNNING, Phase.DEGRADED)
     limit, started = facts.time_limit, facts.scheduled_at
-    if n.live and limit is not None and started is not None and now - started > limit:
+    over = limit is not None and started is not None and now - started > limit
+    if n.live and over and (whole or ran):
         return LifecycleDecision(
             Phase.DEGRADED if ran and not whole else Phase.RUNNING,
             Action.EVICT,

@@ -1,0 +1,369 @@
+"""A gang's whole life on the real API server: members finishing at different times, a Job to
+Complete, a schedule timeout, extras placed later, a member failing under `keep`, pending pods
+telling the cluster why, and a time limit that survives an operator restart.
+
+Every wait has a deadline and says what it waited for; what a test asserts never happened (an
+eviction, a pod deleted) is read from a watch of every pod change over the whole test, not from
+one look at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import watch
+
+from tests.integration.conftest import Cluster
+from tests.integration.objects import gang_pod, pod_group
+from tests.integration.operator_fixture import OperatorProcess
+from tests.integration.test_operator_gangs import group_status, nodes_of
+from tests.integration.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+LEAF = "network.topology.nvidia.com/block"
+
+
+class PodLog:
+    """Every pod event in a namespace, in order: (type, name, uid, phase, node)."""
+
+    def __init__(self, cluster: Cluster, ns: str) -> None:
+        self.cluster, self.ns = cluster, ns
+        self.events: list[tuple[str, str, str, str, str | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        w = watch.Watch()
+        while not self._stop.is_set():
+            for ev in w.stream(self.cluster.core.list_namespaced_pod, self.ns, timeout_seconds=2):
+                p = ev["object"]
+                self.events.append(
+                    (ev["type"], p.metadata.name, p.metadata.uid, p.status.phase, p.spec.node_name)
+                )
+                if self._stop.is_set():
+                    break
+
+    def __enter__(self) -> PodLog:
+        self._thread.start()
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def deleted_before_finishing(self) -> list[str]:
+        """Pods deleted while not Succeeded (an eviction or rollback would do that)."""
+        last_phase: dict[str, str] = {}
+        out = []
+        for kind, name, uid, phase, _node in self.events:
+            if kind == "DELETED" and last_phase.get(uid) not in ("Succeeded",):
+                out.append(name)
+            last_phase[uid] = phase
+        return out
+
+    def uids(self) -> set[str]:
+        return {uid for _k, _n, uid, _p, _node in self.events}
+
+
+@pytest.fixture
+def ns(namespace: str, operator: OperatorProcess) -> Iterator[str]:
+    yield namespace
+
+
+def _create_group(custom: Any, ns: str, body: dict[str, Any]) -> None:
+    custom.create_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", body)
+
+
+def _evicted(status: dict[str, Any]) -> dict[str, Any] | None:
+    cond = next((c for c in status.get("conditions", []) if c["type"] == "Evicted"), None)
+    return cond if cond and cond["status"] == "True" else None
+
+
+def _pods(cluster: Cluster, ns: str, group: str) -> list[Any]:
+    return list(
+        cluster.core.list_namespaced_pod(ns, label_selector=f"phalanx.dev/pod-group={group}").items
+    )
+
+
+def test_members_finishing_seconds_apart_keep_the_rest_running_and_the_gang_succeeds(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+    _create_group(custom, ns, pod_group("train", 4))
+    with PodLog(cluster, ns) as log:
+        for i, run_for in enumerate(("3s", "6s", "9s", "12s")):
+            cluster.core.create_namespaced_pod(
+                ns, gang_pod(f"train-{i}", "train", 8, run_for=run_for)
+            )
+        wait_for(
+            lambda: group_status(custom, ns, "train").get("phase") == "Succeeded",
+            timeout=90,
+            what="the gang to end Succeeded once its last member (12 s) finished",
+        )
+        status = group_status(custom, ns, "train")
+    assert log.deleted_before_finishing() == [], "no member was evicted or rolled back"
+    assert _evicted(status) is None, status
+    assert status["succeeded"] == 4 and status.get("bound", 0) in (0, 4), status
+    phases = {p.metadata.name: p.status.phase for p in _pods(cluster, ns, "train")}
+    assert phases == {f"train-{i}": "Succeeded" for i in range(4)}, phases
+
+
+def test_the_finetune_example_job_completes_with_exactly_its_pods_and_its_gang_succeeds(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """deploy/examples/finetune-job.yaml as shipped (its pods run 90 s), queue `default`
+    instead of `prod` (the examples' queues are the demo's, not this test's)."""
+    custom = phalanx_api
+    docs = list(yaml.safe_load_all((REPO / "deploy/examples/finetune-job.yaml").read_text()))
+    group = next(d for d in docs if d["kind"] == "PodGroup")
+    job = next(d for d in docs if d["kind"] == "Job")
+    for d in (group, job):
+        d["metadata"]["namespace"] = ns
+    group["spec"]["queue"] = "default"
+    completions = job["spec"]["completions"]
+    with PodLog(cluster, ns) as log:
+        _create_group(custom, ns, group)
+        cluster.batch.create_namespaced_job(ns, job)
+
+        def complete() -> bool:
+            conds = cluster.batch.read_namespaced_job(job["metadata"]["name"], ns).status
+            return any(c.type == "Complete" and c.status == "True" for c in conds.conditions or [])
+
+        wait_for(complete, timeout=240, what="the finetune Job to be Complete (pods run 90 s)")
+        wait_for(
+            lambda: group_status(custom, ns, "finetune").get("phase") == "Succeeded",
+            timeout=30,
+            what="its PodGroup to be Succeeded",
+        )
+    assert len(log.uids()) == completions, "exactly `completions` pods were ever created"
+    assert log.deleted_before_finishing() == []
+    assert _evicted(group_status(custom, ns, "finetune")) is None
+
+
+def test_a_gang_short_of_pods_past_its_schedule_timeout_is_failed(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+    body = pod_group("short", 4)
+    body["spec"]["scheduleTimeoutSeconds"] = 5
+    _create_group(custom, ns, body)
+    for i in range(2):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"short-{i}", "short", 8))
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "short")).get("phase") == "Failed" and s,
+        timeout=45,
+        what="the gang with 2 of 4 pods to be Failed after its 5 s schedule timeout",
+    )
+    cond = next(c for c in status["conditions"] if c["type"] == "Scheduled")
+    assert cond["status"] == "False" and cond["reason"] == "WaitingForPods"
+    assert "scheduleTimeoutSeconds" in cond["message"], cond
+    assert not any(nodes_of(cluster, ns, "short").values()), "nothing was bound"
+
+
+def _one_leaf(cluster: Cluster) -> tuple[str, list[str]]:
+    nodes = cluster.core.list_node().items
+    by_leaf: dict[str, list[str]] = {}
+    for n in nodes:
+        leaf = (n.metadata.labels or {}).get(LEAF)
+        if leaf:
+            by_leaf.setdefault(leaf, []).append(n.metadata.name)
+    leaf = sorted(by_leaf)[0]
+    return leaf, sorted(by_leaf[leaf])
+
+
+def test_an_elastic_gang_runs_its_minimum_then_its_extras_when_room_appears(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """minMember 2 of 4 pods, all held to one leaf of 4 nodes, 2 of which a blocker fills:
+    the 2 bind, then, when the blocker goes, the 2 extras bind beside them; nobody evicted."""
+    custom = phalanx_api
+    leaf, leaf_nodes = _one_leaf(cluster)
+    sel = {LEAF: leaf}
+    _create_group(custom, ns, pod_group("block", 2))
+    for i in range(2):
+        cluster.core.create_namespaced_pod(
+            ns, gang_pod(f"block-{i}", "block", 8, node_selector=sel)
+        )
+    wait_for(
+        lambda: (n := nodes_of(cluster, ns, "block")) and all(n.values()) and len(n) == 2,
+        timeout=60,
+        what="the blocker to hold 2 of the leaf's 4 nodes",
+    )
+    with PodLog(cluster, ns) as log:
+        _create_group(custom, ns, pod_group("elastic", 2))
+        for i in range(4):
+            cluster.core.create_namespaced_pod(
+                ns, gang_pod(f"elastic-{i}", "elastic", 8, node_selector=sel)
+            )
+        wait_for(
+            lambda: (
+                sum(1 for v in nodes_of(cluster, ns, "elastic").values() if v) == 2
+                and group_status(custom, ns, "elastic").get("phase") == "Running"
+            ),
+            timeout=60,
+            what="the elastic gang's minimum (2) bound and Running",
+        )
+        for i in range(2):
+            cluster.core.delete_namespaced_pod(f"block-{i}", ns, grace_period_seconds=0)
+        placed = wait_for(
+            lambda: (n := nodes_of(cluster, ns, "elastic")) and all(n.values()) and n,
+            timeout=60,
+            what="the 2 extras to be bound once the blocker's nodes are free",
+        )
+    assert set(placed.values()) <= set(leaf_nodes)
+    assert log.deleted_before_finishing() == [], "no elastic member was evicted or rolled back"
+    status = group_status(custom, ns, "elastic")
+    assert status["phase"] == "Running" and _evicted(status) is None, status
+
+
+def _fail_pod(cluster: Cluster, ns: str, name: str) -> None:
+    cluster.core.patch_namespaced_pod_status(name, ns, {"status": {"phase": "Failed"}})
+
+
+def test_member_failure_keep_runs_degraded_and_places_the_replacement(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+    body = pod_group("keeper", 3)
+    body["spec"]["memberFailure"] = "keep"
+    with PodLog(cluster, ns) as log:
+        _create_group(custom, ns, body)
+        for i in range(3):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"keeper-{i}", "keeper", 8))
+        wait_for(
+            lambda: group_status(custom, ns, "keeper").get("phase") == "Running",
+            timeout=60,
+            what="the gang of 3 to be Running",
+        )
+        _fail_pod(cluster, ns, "keeper-0")
+        wait_for(
+            lambda: group_status(custom, ns, "keeper").get("phase") == "Degraded",
+            timeout=30,
+            what="the gang to be Degraded after a member failed (memberFailure: keep)",
+        )
+        cluster.core.create_namespaced_pod(ns, gang_pod("keeper-3", "keeper", 8))
+        wait_for(
+            lambda: nodes_of(cluster, ns, "keeper").get("keeper-3"),
+            timeout=30,
+            what="the replacement to be bound to the running gang",
+        )
+        wait_for(
+            lambda: group_status(custom, ns, "keeper").get("phase") == "Running",
+            timeout=30,
+            what="the gang to be Running again, whole with its replacement",
+        )
+    assert log.deleted_before_finishing() == [], "nothing was evicted"
+    assert _evicted(group_status(custom, ns, "keeper")) is None
+
+
+def test_member_failure_evict_restarts_the_gang_whole_and_counts_the_failure(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+    _create_group(custom, ns, pod_group("crashy", 2))
+    for i in range(2):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"crashy-{i}", "crashy", 8))
+    wait_for(
+        lambda: group_status(custom, ns, "crashy").get("phase") == "Running",
+        timeout=60,
+        what="the gang of 2 to be Running",
+    )
+    _fail_pod(cluster, ns, "crashy-0")
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "crashy")) and _evicted(s) and s,
+        timeout=30,
+        what="the gang to be evicted whole after a member failed (memberFailure: evict)",
+    )
+    assert _evicted(status)["reason"] == "MemberFailed"  # type: ignore[index]
+    assert status["memberFailures"] == 1
+    wait_for(
+        lambda: (
+            "crashy-1" not in nodes_of(cluster, ns, "crashy")
+            or cluster.core.read_namespaced_pod("crashy-1", ns).metadata.deletion_timestamp
+        ),
+        timeout=30,
+        what="the surviving member to be evicted with its gang",
+    )
+
+
+def test_a_pending_member_says_why_in_its_pod_scheduled_condition(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    custom = phalanx_api
+    _create_group(custom, ns, pod_group("nowhere", 2))
+    for i in range(2):
+        cluster.core.create_namespaced_pod(
+            ns, gang_pod(f"nowhere-{i}", "nowhere", 8, node_selector={"no-such-label": "x"})
+        )
+
+    def condition() -> Any:
+        pod = cluster.core.read_namespaced_pod("nowhere-0", ns)
+        return next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+
+    cond = wait_for(
+        lambda: (c := condition()) is not None and c.status == "False" and c,
+        timeout=30,
+        what="PodScheduled=False on a member of a gang that cannot be placed",
+    )
+    assert cond.reason == "Unschedulable"
+    assert "nowhere" in cond.message and "GPU" in cond.message, cond.message
+
+
+def test_a_gang_past_its_time_limit_after_an_operator_restart_is_evicted(
+    cluster: Cluster,
+    phalanx_api: Any,
+    namespace: str,
+    no_shared_operator: None,
+    tmp_path: Path,
+) -> None:
+    """The start time is durable (`scheduledAt`, written before the first bind): an operator
+    killed while the gang runs and started again after its 10 s limit has passed evicts it."""
+    custom, ns = phalanx_api, namespace
+    op = OperatorProcess(cluster.kubeconfig, tmp_path, name="first").start()
+    try:
+        _create_group(custom, ns, pod_group("limited", 2, time_limit=10))
+        for i in range(2):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"limited-{i}", "limited", 8))
+        started = wait_for(
+            lambda: group_status(custom, ns, "limited").get("scheduledAt"),
+            timeout=60,
+            what="the gang's durable start (scheduledAt)",
+        )
+        wait_for(
+            lambda: all(nodes_of(cluster, ns, "limited").values()),
+            timeout=30,
+            what="the gang to be bound whole",
+        )
+        op.kill()
+        wait_for(
+            lambda: (
+                group_status(custom, ns, "limited").get("scheduledAt") == started
+                and time.time() > _epoch(started) + 11
+            ),
+            timeout=30,
+            what="the time limit (10 s from scheduledAt) to pass with no operator running",
+        )
+        assert _evicted(group_status(custom, ns, "limited")) is None, "not evicted while down"
+        op = OperatorProcess(cluster.kubeconfig, tmp_path, name="second").start()
+        status = wait_for(
+            lambda: (s := group_status(custom, ns, "limited")) and _evicted(s) and s,
+            timeout=20,
+            what="the restarted operator to evict the gang past its time limit",
+        )
+        assert _evicted(status)["reason"] == "TimeLimitExceeded"  # type: ignore[index]
+    finally:
+        op.stop()
+
+
+def _epoch(rfc3339: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()

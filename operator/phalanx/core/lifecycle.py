@@ -289,13 +289,13 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
     whole = n.live + n.succeeded >= facts.min_member and n.live + n.succeeded > 0
     ran = recorded in (Phase.RUNNING, Phase.DEGRADED)
     limit, started = facts.time_limit, facts.scheduled_at
-    over = limit is not None and started is not None and now - started > limit
-    if n.live and over and (whole or ran):
+    ran_for = now - started if started is not None else 0.0
+    if n.live and limit is not None and ran_for > limit and (whole or ran):
         return LifecycleDecision(
             Phase.DEGRADED if ran and not whole else Phase.RUNNING,
             Action.EVICT,
             EvictionReason.TIME_LIMIT_EXCEEDED,
-            f"ran {format_duration(now - started)}, over its time limit of "
+            f"ran {format_duration(ran_for)}, over its time limit of "
             f"{format_duration(limit)}",
             evicting=True,
             need=need,

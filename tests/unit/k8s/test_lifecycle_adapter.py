@@ -1,0 +1,185 @@
+"""The adapter carrying out lifecycle verdicts, against a fake API: members joining a running
+gang, writes refused to a non-leader or cut off at their deadline, memory keyed by uid, pod
+conditions, finished gangs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from phalanx.config import build_config
+from phalanx.k8s.api import ApiError
+from phalanx.k8s.guarded import NOT_LEADER, TIMED_OUT, GuardedWrites
+from phalanx.k8s.scheduler import Scheduler
+from tests.unit.k8s.test_records_and_view import group, pod
+from tests.unit.k8s.test_scheduler_loop import FakeApi, ListSource
+
+
+def cycle(sched: Scheduler) -> None:
+    async def go() -> None:
+        await sched.cycle()
+        await sched.settle()
+
+    asyncio.run(go())
+
+
+def scheduler(
+    api: FakeApi, pods: list[dict[str, Any]], groups: list[dict[str, Any]], **cfg: Any
+) -> Scheduler:
+    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0, **cfg)
+    return Scheduler(config, api, ListSource(pods, groups), clock=lambda: 1000.0)
+
+
+def running(name: str, group_name: str, node: str, gpus: int = 4) -> dict[str, Any]:
+    return pod(name, group=group_name, gpus=gpus, node_name=node, phase="Running")
+
+
+def with_status(body: dict[str, Any], **status: Any) -> dict[str, Any]:
+    return {**body, "status": status}
+
+
+def test_a_member_that_joins_a_running_gang_is_bound_alone() -> None:
+    """g runs 2 of its 3 pods (minMember 2); the third is bound by itself, no decision record,
+    no rollback."""
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), running("b", "g", "n1"), pod("c", group="g", gpus=4)]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    sched = scheduler(api, pods, [g])
+    cycle(sched)
+    assert ("bind", "c") in api.calls
+    assert ("status", "Binding") not in api.calls
+    assert not [c for c in api.calls if c[0] in ("delete", "evict")]
+
+
+def test_a_joining_member_whose_bind_fails_stays_pending_and_the_gang_keeps_running() -> None:
+    api = FakeApi(failing={"c"})
+    pods = [running("a", "g", "n1"), running("b", "g", "n1"), pod("c", group="g", gpus=4)]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    sched = scheduler(api, pods, [g])
+    cycle(sched)
+    assert ("bind", "c") in api.calls
+    assert not [c for c in api.calls if c[0] in ("delete", "evict")], "never rolled back"
+    assert ("evicted", "BindFailed") not in api.calls
+    assert "ns/c" not in sched.assumed, "its reservation is dropped: a later cycle tries again"
+
+
+def test_a_member_succeeding_early_leaves_the_gang_running() -> None:
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Succeeded")]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    cycle(scheduler(api, pods, [g]))
+    assert not [c for c in api.calls if c[0] in ("evict", "delete", "evicted")], api.calls
+
+
+def test_a_gang_whose_members_all_succeeded_is_written_succeeded() -> None:
+    api = FakeApi()
+    done = [pod(n, group="g", gpus=4, node_name="n1", phase="Succeeded") for n in ("a", "b")]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    cycle(scheduler(api, done, [g]))
+    assert ("status", "Succeeded") in api.calls
+    assert ("event", "Succeeded") in api.calls
+    final = api.statuses[-1]
+    assert final["succeeded"] == 2 and final["members"] == 2, final
+
+
+def test_a_failed_member_evicts_the_gang_whole_and_the_mark_is_written_first() -> None:
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    cycle(scheduler(api, pods, [g]))
+    evicted = api.calls.index(("evicted", "MemberFailed"))
+    assert api.calls.index(("evict", "a")) > evicted, "durable mark before any pod is evicted"
+    mark = next(s for s in api.statuses if s.get("memberFailures"))
+    assert mark["memberFailures"] == 1 and mark["scheduledAt"] is None
+
+
+def test_member_failure_keep_writes_degraded_and_evicts_nothing() -> None:
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]
+    g = with_status(
+        group("g", 2, memberFailure="keep"), phase="Running", scheduledAt="2026-01-01T00:00:00Z"
+    )
+    cycle(scheduler(api, pods, [g]))
+    assert ("status", "Degraded") in api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete")]
+
+
+def test_a_gang_past_its_time_limit_from_its_durable_start_is_evicted() -> None:
+    """scheduledAt 1970-01-01T00:10:00Z = t 600; now 1000; limit 300 s: over by 100 s."""
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), running("b", "g", "n1")]
+    g = with_status(
+        group("g", 2, timeLimitSeconds=300), phase="Running", scheduledAt="1970-01-01T00:10:00Z"
+    )
+    cycle(scheduler(api, pods, [g]))
+    assert ("evicted", "TimeLimitExceeded") in api.calls
+
+
+def test_a_partly_bound_gang_is_rolled_back_while_another_gang_is_scheduled() -> None:
+    """No cycle-wide early return: h (pending) binds in the very cycle g is rolled back."""
+    api = FakeApi()
+    pods = [
+        pod("a", group="g", gpus=4, node_name="n1", phase="Running"),
+        pod("b", group="g", gpus=4),
+        pod("c", group="h", gpus=8),
+    ]
+    g = with_status(group("g", 2), phase="Binding")
+    cycle(scheduler(api, pods, [g, group("h", 1)]))
+    assert ("evicted", "BindFailed") in api.calls
+    assert ("bind", "c") in api.calls
+
+
+def test_a_podgroup_recreated_under_the_same_name_gets_its_own_status() -> None:
+    """Memory is keyed by uid: the status written to the old object (the same a new one would
+    get: same gang, same reason) does not hide the new object's empty status."""
+    api = FakeApi()
+    big = pod("a", group="g", gpus=64)  # fits nowhere: InsufficientCapacity
+    sched = scheduler(api, [big], [group("g", 1)])
+    cycle(sched)
+    written_before = len(api.statuses)
+    assert written_before >= 1
+    new = group("g", 1)
+    new["metadata"]["uid"] = "g-g-second"
+    sched.source = ListSource([big], [new])
+    cycle(sched)
+    assert len(api.statuses) > written_before, "the re-created PodGroup got a status"
+    assert "g-g" not in sched.reporter.written, "the old object's memory was pruned"
+
+
+def test_a_pending_member_gets_pod_scheduled_false_once() -> None:
+    api = FakeApi()
+    pods = [pod("a", group="g", gpus=64), pod("b", group="g", gpus=64)]
+    sched = scheduler(api, pods, [group("g", 2)])
+    cycle(sched)
+    assert ("pod-condition", "a") in api.calls and ("pod-condition", "b") in api.calls
+    before = api.calls.count(("pod-condition", "a"))
+    cycle(sched)  # same message: not written again
+    assert api.calls.count(("pod-condition", "a")) == before
+
+
+def test_writes_are_refused_to_a_non_leader_and_cut_off_at_their_deadline() -> None:
+    class Slow(FakeApi):
+        async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
+            await asyncio.sleep(5)
+
+    class Flag:
+        leader = False
+
+        def may_act(self) -> bool:
+            return self.leader
+
+    flag = Flag()
+    guarded = GuardedWrites(Slow(), flag, timeout_s=0.05)
+
+    async def go() -> None:
+        with pytest.raises(ApiError) as refused:
+            await guarded.bind("ns", "a", "u", "n1")
+        assert refused.value.status == NOT_LEADER and guarded.refused == 1
+        flag.leader = True
+        with pytest.raises(ApiError) as late:
+            await guarded.bind("ns", "a", "u", "n1")
+        assert late.value.status == TIMED_OUT
+
+    asyncio.run(go())

@@ -189,7 +189,8 @@ def main() -> None:
     console.print(
         f'try: export KUBECONFIG={kubeconfig} PATH="{bin_dir}:$PATH"\n'
         "     kubectl get gang -A; kubectl describe gang giant\n"
-        "     .venv/bin/phalanx queue -A; .venv/bin/phalanx explain giant; .venv/bin/phalanx share\n"
+        "     .venv/bin/phalanx queue -A; .venv/bin/phalanx explain giant\n"
+        "     .venv/bin/phalanx share\n"
         "Stop all: make down",
         highlight=False,
         soft_wrap=True,

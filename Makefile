@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check operator tests bench tools setup.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	shellcheck deploy/kind/*.sh .ci/run
+	$(BIN)/shellcheck deploy/kind/*.sh .ci/run
 
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit

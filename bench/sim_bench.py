@@ -14,6 +14,9 @@ takes most of it; `bench/SIM.md` lists each replay's wall time). `--reuse` keeps
 already in `bench/results/sim.json` that match what would be run now (same trace, shape, job
 limit, cycle interval and policy configuration) and replays only the rest, so an interrupted
 or partial benchmark can be finished, and the tables re-rendered, without starting over.
+A replay is recognised by its trace's
+kind, folder/file name and content (SHA-256), not by the absolute path it was read from, so a
+clone elsewhere, or traces moved into `bench/traces/`, keep what was measured.
 `--policy` limits the policies replayed; `--merge FILE` adds a summary written by
 `phalanx simulate --json` (plus a `label`) to the results.
 """
@@ -21,6 +24,8 @@ or partial benchmark can be finished, and the tables re-rendered, without starti
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import multiprocessing
 import os
@@ -77,7 +82,36 @@ def _one(
         progress=progress,
     )
     summary["label"] = label
+    summary["trace"] = portable_trace(trace)
+    summary["trace_sha256"] = trace_sha256(trace)
     return summary
+
+
+def portable_trace(spec: str) -> str:
+    """`KIND:PATH` with PATH relative to the repository when it is inside it (as recorded)."""
+    kind, _, path = spec.partition(":")
+    try:
+        return f"{kind}:{Path(path).resolve().relative_to(ROOT)}"
+    except ValueError:
+        return spec
+
+
+def trace_name(spec: str) -> tuple[str, str]:
+    """(kind, folder/file) of a `KIND:PATH`: what identifies a trace wherever it lies."""
+    kind, _, path = spec.partition(":")
+    p = Path(path)
+    return kind, f"{p.parent.name}/{p.name}"
+
+
+@functools.cache
+def trace_sha256(spec: str) -> str:
+    """SHA-256 of the trace file of a `KIND:PATH` ('' when it cannot be read: the replay then
+    runs, and says what is wrong with the file)."""
+    try:
+        with Path(spec.partition(":")[2]).open("rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return ""
 
 
 # -- goals ------------------------------------------------------------------------------------
@@ -121,7 +155,7 @@ NOTES = """## How to read this, and what it assumes
   machine, most of it the Philly replays of the gang policies (~30 min each, alone on a core);
   `--only philly --policy phalanx` runs one. `bench/sim_bench.py --quick 3000` replays the
   first 3,000 jobs of each trace for development (not comparable with a full run). One replay
-  of one policy: `phalanx simulate --trace philly:../shared/data/traces/philly-pollux/philly.csv
+  of one policy: `.venv/bin/phalanx simulate --trace philly:bench/traces/philly-pollux/philly.csv
   --shape medium --policy phalanx --json out.json --plots plots/`.
 - Wall times were measured on the shared 2-core machine while other work (test suites, core
   benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
@@ -484,7 +518,14 @@ def main(argv: list[str] | None = None) -> int:
             fut = pool.submit(_one, label, trace, shape, policy, args.quick, args.cycle_interval)
             futures.append((label, policy, fut))
         for label, policy, fut in futures:
-            summary = fut.result()
+            try:
+                summary = fut.result()
+            except (ValueError, OSError, RuntimeError) as exc:
+                # Bad input (a missing or malformed trace) is one line, not a traceback; what
+                # finished before is already written.
+                print(f"sim_bench: {label} {policy}: {exc}", file=sys.stderr, flush=True)
+                pool.shutdown(cancel_futures=True)
+                return 1
             summary["code"] = version
             summary["finished_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             results[label][policy] = summary
@@ -517,8 +558,14 @@ def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Na
     if spec is None or policy not in POLICIES:
         return False
     trace, shape = spec
+    recorded = summary.get("trace")
+    sha = summary.get("trace_sha256")
     return (
-        summary.get("trace") == trace
+        isinstance(recorded, str)
+        and trace_name(recorded) == trace_name(trace)
+        # Replays recorded before the hash was kept (from byte-identical copies of the files
+        # now in bench/traces/, see its README) are known by name only.
+        and (sha is None or sha == trace_sha256(trace))
         and summary.get("shape") == shape
         and summary.get("limit_jobs") == args.quick
         and summary.get("cycle_interval_s") == args.cycle_interval

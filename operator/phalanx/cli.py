@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from phalanx.config import ConfigError
+from phalanx.core.lifecycle import MemberFailure
 from phalanx.devcluster.errors import DevClusterError
 from phalanx.views.errors import ViewError
 from phalanx.views.formats import Output, dump
@@ -23,6 +24,8 @@ app = typer.Typer(
     help="Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Click's plain help: at 80 columns rich's option tables cut env var names and defaults.
+    rich_markup_mode=None,
 )
 dev_cluster = typer.Typer(
     help="The local control plane (etcd, kube-apiserver, controllers, kwok) with fake GPU nodes.",
@@ -55,51 +58,191 @@ def _env(name: str) -> str:
 @app.command("run")
 def run(
     topology_levels: Annotated[
-        str, typer.Option(envvar=_env("topology-levels"), help="NAME=LABEL,… coarse to fine.")
+        str,
+        typer.Option(
+            envvar=_env("topology-levels"),
+            help="Topology levels from coarse to fine, as NAME=NODE_LABEL_KEY pairs separated "
+            "by commas; PodGroups name the levels in spec.topology.",
+        ),
     ] = "spine=network.topology.nvidia.com/spine,leaf=network.topology.nvidia.com/block",
-    fair_share_resource: Annotated[str, typer.Option(envvar=_env("fair-share-resource"))] = (
-        "nvidia.com/gpu"
-    ),
-    scheduler_name: Annotated[str, typer.Option(envvar=_env("scheduler-name"))] = "phalanx",
+    fair_share_resource: Annotated[
+        str,
+        typer.Option(
+            envvar=_env("fair-share-resource"),
+            help="The resource fair shares are computed on; other resources are constraints.",
+        ),
+    ] = "nvidia.com/gpu",
+    scheduler_name: Annotated[
+        str,
+        typer.Option(
+            envvar=_env("scheduler-name"), help="The spec.schedulerName pods opt in with."
+        ),
+    ] = "phalanx",
     namespaces: Annotated[
-        str, typer.Option(envvar=_env("namespaces"), help="Comma-separated; empty = all.")
+        str,
+        typer.Option(
+            envvar=_env("namespaces"),
+            help="Namespaces whose pods and PodGroups are watched, comma-separated.",
+            show_default="all namespaces",
+        ),
     ] = "",
-    cycle_interval: Annotated[float, typer.Option(envvar=_env("cycle-interval"))] = 5.0,
+    cycle_interval: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("cycle-interval"),
+            help="Seconds between scheduling cycles while nothing changes (a change starts one "
+            "at once).",
+        ),
+    ] = 5.0,
     usage_half_life: Annotated[
-        float, typer.Option(envvar=_env("usage-half-life"), help="Seconds.")
+        float,
+        typer.Option(
+            envvar=_env("usage-half-life"),
+            help="Half-life in seconds of the decayed usage behind fair share (7 days).",
+        ),
     ] = 7 * 24 * 3600,
-    backfill: Annotated[bool, typer.Option(envvar=_env("backfill"))] = True,
-    backfill_depth: Annotated[int, typer.Option(envvar=_env("backfill-depth"))] = 100,
-    reclaim: Annotated[bool, typer.Option(envvar=_env("reclaim"))] = True,
-    preemption: Annotated[bool, typer.Option(envvar=_env("preemption"))] = True,
-    bind_concurrency: Annotated[int, typer.Option(envvar=_env("bind-concurrency"))] = 64,
-    bind_deadline: Annotated[float, typer.Option(envvar=_env("bind-deadline"))] = 5.0,
-    eviction_grace: Annotated[int, typer.Option(envvar=_env("eviction-grace"))] = 30,
-    member_failure: Annotated[str, typer.Option(envvar=_env("member-failure"))] = "evict",
-    metrics_port: Annotated[int, typer.Option(envvar=_env("metrics-port"))] = 8080,
-    health_port: Annotated[int, typer.Option(envvar=_env("health-port"))] = 8081,
-    leader_election: Annotated[bool, typer.Option(envvar=_env("leader-election"))] = False,
-    lease_name: Annotated[str, typer.Option(envvar=_env("lease-name"))] = "phalanx-scheduler",
-    lease_namespace: Annotated[str, typer.Option(envvar=_env("lease-namespace"))] = ("kube-system"),
-    lease_duration: Annotated[float, typer.Option(envvar=_env("lease-duration"))] = 15.0,
-    renew_deadline: Annotated[float, typer.Option(envvar=_env("renew-deadline"))] = 10.0,
-    retry_period: Annotated[float, typer.Option(envvar=_env("retry-period"))] = 2.0,
+    backfill: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("backfill"),
+            help="Time-limit backfill with reservations and expected start times (Slurm-style).",
+        ),
+    ] = True,
+    backfill_depth: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("backfill-depth"),
+            help="Waiting gangs, in queue order, that get a reservation and an expected start.",
+        ),
+    ] = 100,
+    reclaim: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("reclaim"),
+            help="Evict whole gangs of queues above their deserved share when a queue below "
+            "its share needs the GPUs it lent.",
+        ),
+    ] = True,
+    preemption: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("preemption"),
+            help="Within a queue, let a higher-priority gang evict lower-priority gangs whole.",
+        ),
+    ] = True,
+    bind_concurrency: Annotated[
+        int,
+        typer.Option(envvar=_env("bind-concurrency"), help="Binding calls in flight at once."),
+    ] = 64,
+    bind_deadline: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("bind-deadline"),
+            help="Seconds a gang's binds may take, retries included, before the gang is rolled "
+            "back whole.",
+        ),
+    ] = 5.0,
+    eviction_grace: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("eviction-grace"),
+            help="Grace period in seconds of pods evicted by reclaim, preemption or a time limit.",
+        ),
+    ] = 30,
+    member_failure: Annotated[
+        MemberFailure,
+        typer.Option(
+            envvar=_env("member-failure"),
+            help="What a running gang that drops below minMember does: evict (whole, so its "
+            "controller recreates it whole) or keep (running, marked Degraded); a PodGroup's "
+            "spec.memberFailure overrides it.",
+        ),
+    ] = MemberFailure.EVICT,
+    metrics_port: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("metrics-port"), help="Port of the Prometheus /metrics endpoint (0: none)."
+        ),
+    ] = 8080,
+    health_port: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("health-port"), help="Port of the /healthz endpoint of probes (0: none)."
+        ),
+    ] = 8081,
+    leader_election: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("leader-election"),
+            help="Leader election on a coordination.k8s.io Lease; needed for several replicas.",
+        ),
+    ] = False,
+    lease_name: Annotated[
+        str, typer.Option(envvar=_env("lease-name"), help="Name of the leader-election Lease.")
+    ] = "phalanx-scheduler",
+    lease_namespace: Annotated[
+        str,
+        typer.Option(
+            envvar=_env("lease-namespace"), help="Namespace of the leader-election Lease."
+        ),
+    ] = "kube-system",
+    lease_duration: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("lease-duration"),
+            help="Seconds a non-leader waits after the last renewal it saw before taking over.",
+        ),
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("renew-deadline"),
+            help="Seconds after its last renewal that a leader stops acting (below the lease "
+            "duration).",
+        ),
+    ] = 10.0,
+    retry_period: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("retry-period"),
+            help="Seconds between renewals, and between attempts to acquire the Lease (below "
+            "the renew deadline).",
+        ),
+    ] = 2.0,
     node_lost_seconds: Annotated[
         float,
         typer.Option(
             envvar=_env("node-lost-seconds"),
-            help="A member on a node NotReady this long is lost (its gang is short of it).",
+            help="Seconds a node may be NotReady before the members bound to it count as lost "
+            "(their gang is then short of them).",
         ),
     ] = 300.0,
     member_failure_backoff_max_seconds: Annotated[
         float,
         typer.Option(
             envvar=_env("member-failure-backoff-max-seconds"),
-            help="Cap of the backoff (10 s, doubling) of a gang evicted MemberFailed repeatedly.",
+            help="Cap in seconds of the wait (10 s, doubling) of a gang evicted for "
+            "MemberFailed again and again.",
         ),
     ] = 600.0,
-    kubeconfig: Annotated[str | None, typer.Option(envvar="KUBECONFIG")] = None,
-    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            envvar="KUBECONFIG",
+            help="Kubeconfig of the cluster to schedule.",
+            show_default="in-cluster config, else ~/.kube/config",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v",
+            "--verbose",
+            envvar=_env("verbose"),
+            help="Log at debug level (the operator's and kopf's).",
+            show_default="off",
+        ),
+    ] = False,
 ) -> None:
     """Run the operator: watch PodGroups, Queues, pods and nodes; schedule gangs."""
     import asyncio
@@ -122,7 +265,7 @@ def run(
         bind_concurrency=bind_concurrency,
         bind_deadline_s=bind_deadline,
         eviction_grace_s=eviction_grace,
-        member_failure=member_failure,
+        member_failure=member_failure.value,
         metrics_port=metrics_port,
         health_port=health_port,
         leader_election=leader_election,
@@ -131,8 +274,8 @@ def run(
         lease_duration_s=lease_duration,
         renew_deadline_s=renew_deadline,
         retry_period_s=retry_period,
-        node_lost_s=node_lost_seconds,
-        member_failure_backoff_max_s=member_failure_backoff_max_seconds,
+        node_lost_seconds=node_lost_seconds,
+        member_failure_backoff_max_seconds=member_failure_backoff_max_seconds,
     )
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

@@ -57,9 +57,9 @@ class OperatorConfig(BaseModel):
     bind_deadline_s: float = Field(default=5.0, gt=0, le=300)
     eviction_grace_s: int = Field(default=30, ge=0)
     member_failure: Literal["evict", "keep"] = "evict"
-    node_lost_s: float = Field(default=300.0, gt=0, le=86_400)
+    node_lost_seconds: float = Field(default=300.0, gt=0, le=86_400)
     """A bound member whose node is NotReady longer than this is lost (its gang is short of it)."""
-    member_failure_backoff_max_s: float = Field(default=600.0, ge=0, le=86_400)
+    member_failure_backoff_max_seconds: float = Field(default=600.0, ge=0, le=86_400)
     """The longest a gang evicted for `MemberFailed` again and again waits before it is placed
     again (the wait doubles from 10 s with each such eviction)."""
     pod_condition_refresh_s: float = Field(default=60.0, ge=0, le=3600)
@@ -126,9 +126,9 @@ class OperatorConfig(BaseModel):
     def to_lifecycle(self) -> LifecyclePolicy:
         return LifecyclePolicy(
             member_failure=MemberFailure(self.member_failure),
-            node_lost_seconds=self.node_lost_s,
-            backoff_base=min(10.0, self.member_failure_backoff_max_s),
-            backoff_max=self.member_failure_backoff_max_s,
+            node_lost_seconds=self.node_lost_seconds,
+            backoff_base=min(10.0, self.member_failure_backoff_max_seconds),
+            backoff_max=self.member_failure_backoff_max_seconds,
         )
 
 

@@ -183,7 +183,18 @@ def main() -> None:
         )
     console.print(kubectl(kubeconfig, "get", "queues"))
     print(f"KUBECONFIG={kubeconfig}")
-    console.print("try: kubectl get gang -A; kubectl describe gang giant. Stop all: make down")
+    # Commands that work as printed in a fresh clone's shell: kubectl is the one built into the
+    # cache (not on PATH), phalanx the one in .venv (not activated).
+    bin_dir = ensure_binaries(lambda m: console.print(f"[dim]{m}[/dim]")).bin_dir
+    console.print(
+        f'try: export KUBECONFIG={kubeconfig} PATH="{bin_dir}:$PATH"\n'
+        "     kubectl get gang -A; kubectl describe gang giant\n"
+        "     .venv/bin/phalanx queue -A; .venv/bin/phalanx explain giant\n"
+        "     .venv/bin/phalanx share\n"
+        "Stop all: make down",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 if __name__ == "__main__":

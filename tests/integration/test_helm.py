@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,16 @@ import yaml
 from kubernetes import client, config
 
 from phalanx.devcluster import versions
-from phalanx.devcluster.chart import CHART, CRDS, MANIFESTS, helm, render_manifests, template
+from phalanx.devcluster.chart import (
+    CHART,
+    CRDS,
+    MANIFESTS,
+    REPO,
+    helm,
+    helm_path,
+    render_manifests,
+    template,
+)
 from phalanx.devcluster.errors import DevClusterError
 from tests.integration.conftest import Cluster
 from tests.integration.operator_fixture import (
@@ -61,6 +71,29 @@ def assert_least_privilege(objs: list[dict[str, Any]]) -> None:
 def test_helm_lint_passes_strict() -> None:
     out = helm("lint", "--strict", str(CHART), "--kube-version", versions.KUBERNETES)
     assert "1 chart(s) linted, 0 chart(s) failed" in out, out
+
+
+def test_plain_helm_template_and_lint_work_with_no_flags() -> None:
+    """As people and GitOps renderers run it, from the top of a clone: no cluster named, so helm
+    assumes Kubernetes v1.20 (a `kubeVersion` in Chart.yaml above that refuses to render), and
+    the default release name and namespace."""
+
+    def plain_helm(*args: str) -> str:
+        done = subprocess.run(
+            [str(helm_path()), *args], cwd=REPO, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"helm {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    assert "0 chart(s) failed" in plain_helm("lint", "--strict", "charts/phalanx")
+    plain = docs(plain_helm("template", "charts/phalanx"))
+    assert {d["kind"] for d in plain} >= {
+        *("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
+        *("Service", "Deployment", "Queue"),
+    }
+    # Nothing in the chart depends on the API server's version: the same objects as rendered
+    # for the local cluster's Kubernetes.
+    assert plain == docs(template(release="release-name", namespace="default"))
 
 
 def test_the_plain_manifests_are_what_helm_template_renders_now() -> None:

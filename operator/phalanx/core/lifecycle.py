@@ -295,8 +295,7 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             Phase.DEGRADED if ran and not whole else Phase.RUNNING,
             Action.EVICT,
             EvictionReason.TIME_LIMIT_EXCEEDED,
-            f"ran {format_duration(ran_for)}, over its time limit of "
-            f"{format_duration(limit)}",
+            f"ran {format_duration(ran_for)}, over its time limit of {format_duration(limit)}",
             evicting=True,
             need=need,
             member_failures=failures,

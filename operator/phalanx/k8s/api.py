@@ -41,9 +41,19 @@ log = logging.getLogger("phalanx.api")
 
 
 class ApiError(Exception):
+    """An error status from the API server, with its message.
+
+    Pickles with both fields (`__reduce__`), as every exception of ours must: the default rebuilds
+    an exception from its one formatted argument, which a two-argument `__init__` refuses.
+    """
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[ApiError], tuple[int, str]]:
+        return type(self), (self.status, self.message)
 
 
 def _error(exc: ApiException) -> ApiError:

@@ -429,6 +429,10 @@ class Reporter:
             if not persist_usage and previous:
                 desired["usage"] = previous.get("usage")
                 desired["usageUpdatedAt"] = previous.get("usageUpdatedAt")
+                # The factor is shown beside the usage it comes from (`phalanx share`): written
+                # with it, or the two disagree for up to the persist interval (FAIRSHARE 0.5
+                # beside USAGE 0). The cycle itself always uses the factor of the usage now.
+                desired["fairShare"] = previous.get("fairShare")
             patch = diff(previous, desired)
             if not patch:
                 continue

@@ -141,7 +141,8 @@ def simulate(
             console=err,
         )
     except (ValueError, OSError, RuntimeError) as exc:
-        err.print(f"phalanx: {exc}", highlight=False, markup=False)
+        # soft_wrap: one line however narrow the terminal (rich would break it at its width).
+        err.print(f"phalanx: {exc}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
     text = json.dumps(summary, indent=2, sort_keys=False)
     if json_out is not None and str(json_out) == "-":

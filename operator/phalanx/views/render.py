@@ -77,15 +77,34 @@ def share_table(rows: Sequence[ShareRow]) -> Table:
             _cell(r.borrowed),
             _cell(r.pending_gangs),
             _cell(r.running_gangs),
-            _cell(round(r.usage) if r.usage is not None else None),
+            usage_text(r.usage),
             _cell(r.fair_share),
         )
     return table
 
 
+def usage_text(usage: float | None) -> str:
+    """Decayed GPU-seconds: whole numbers, but a small usage is not shown as 0 (beside a fair
+    share below 1, a 0 would look like a mistake: any usage at all lowers the factor)."""
+    if usage is None:
+        return DASH
+    if 0 < usage < 10:
+        return f"{usage:.2g}"
+    return str(round(usage))
+
+
 def share_notes(rows: Sequence[ShareRow]) -> list[str]:
-    """Messages the operator left on queues (e.g. guarantees scaled down)."""
-    return [f"{r.queue}: {r.message}" for r in rows if r.message]
+    """Messages the operator left on queues (e.g. guarantees scaled down), and why a queue
+    deserves less than its guarantee when that is its demand."""
+    notes = [f"{r.queue}: {r.message}" for r in rows if r.message]
+    notes += [
+        f"{r.queue}: deserves {r.deserved} of its guarantee {r.guarantee}: a queue deserves no "
+        "more than its demand (GPUs its gangs hold and wait for); the rest is lent to other "
+        "queues and reclaimed when it asks for it"
+        for r in rows
+        if r.demand_capped
+    ]
+    return notes
 
 
 def explanation_text(e: Explanation, now: datetime) -> Text:

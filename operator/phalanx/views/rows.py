@@ -208,7 +208,8 @@ class ShareRow:
     message: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the keys of PRODUCT.md §6."""
+        """The keys of PRODUCT.md §6, plus the table's PENDING and RUNNING gang counts (named
+        as in Queue status), so a script sees every column a person sees."""
         return {
             "queue": self.queue,
             "weight": self.weight,
@@ -216,9 +217,22 @@ class ShareRow:
             "deserved": self.deserved,
             "allocated": self.allocated,
             "borrowed": self.borrowed,
+            "pendingGangs": self.pending_gangs,
+            "runningGangs": self.running_gangs,
             "usage": self.usage,
             "fairShare": self.fair_share,
         }
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the operator said the guarantees were scaled down to fit the cluster."""
+        return self.message is not None and "scaled down" in self.message
+
+    @property
+    def demand_capped(self) -> bool:
+        """Deserves less than its guarantee, the guarantees not scaled: then its demand (GPUs
+        its gangs hold and wait for) is what caps it (PRODUCT.md §4)."""
+        return self.deserved is not None and self.deserved < self.guarantee and not self.scaled
 
 
 def share_row(obj: Obj, resource: str = GPU) -> ShareRow:
@@ -300,8 +314,10 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     """What would let the gang start, worked out from the numbers in its status.
 
     `queues` (the Queue objects, when the user may list them) says whose borrowed GPUs reclaim
-    could take back for a gang within its queue's deserved share.
+    could take back for a gang within its queue's deserved share, how its queue's deserved share
+    came about, and how many GPUs there are for it at most (so no hint has a queue hold more).
     """
+    queues = list(queues) if queues is not None else None
     namespace, name = _meta(obj)
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     scheduled = condition(obj, "Scheduled")
@@ -367,19 +383,37 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         else:
             hints.append("starts when the capacity being freed for it (evictions) comes back")
 
+    rows = [share_row(q) for q in queues] if queues is not None else None
     if deserved is not None and allocated is not None and requested is not None:
         after = allocated + requested
         if after > deserved:
-            hints.append(
-                f"its queue {queue} would hold {after} GPUs, over its deserved {deserved} "
-                f"(allocated {allocated}): it can borrow idle GPUs but not reclaim lent ones"
+            hint = (
+                f"its queue {queue} holds {allocated} GPUs and deserves {deserved}: this gang's "
+                f"{requested} would put it {after - deserved} over its share, which it can "
+                "borrow from idle GPUs but not reclaim from other queues"
             )
+            # Never a holding beyond what there is: what is free for it plus what every queue
+            # holds is the most its queue could hold (other queues' gangs all ended). Beyond
+            # that, its own queue's gangs must end first.
+            room = (
+                free + sum(r.allocated or 0 for r in rows)
+                if rows is not None and free is not None
+                else None
+            )
+            if room is not None and after > room:
+                hint += (
+                    f"; with {room} GPUs free or held by gangs it can start only after its "
+                    f"queue's own running gangs free {after - room}"
+                )
+            hints.append(hint)
         elif requested:
             within = (
                 f"its queue {queue} would hold {after} of its deserved {deserved} GPUs "
                 f"(allocated {allocated})"
             )
             hints.append(within + _reclaim_phrase(queue, queues))
+    if deserved is not None and rows is not None:
+        hints.extend(_deserved_phrase(queue, deserved, rows))
 
     eta = parse_time(_str(status.get("estimatedStartTime")))
     if eta is not None:
@@ -396,6 +430,38 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             "the backfill depth, or backfill off)"
         )
     return tuple(hints)
+
+
+def _deserved_phrase(own: str, deserved: int, rows: list[ShareRow]) -> list[str]:
+    """How its queue's deserved share came about, when it is not simply its guarantee: capped by
+    demand, or raised by capacity that no guarantee holds or that other queues do not ask for."""
+    mine = next((r for r in rows if r.queue == own), None)
+    if mine is None or deserved == mine.guarantee:
+        return []
+    if mine.scaled:
+        return [f"its queue {own} deserves {deserved}: {mine.message}"]
+    if deserved < mine.guarantee:
+        return [
+            f"its queue {own} deserves {deserved} of its guarantee {mine.guarantee}: a queue "
+            "deserves no more than its demand (GPUs its gangs hold and wait for); the rest "
+            "is lent to other queues"
+        ]
+    capped = [
+        f"{r.queue} {r.deserved} of {r.guarantee}"
+        for r in rows
+        if r.queue != own and r.demand_capped
+    ]
+    return [
+        f"its queue {own} deserves {deserved}: its guarantee {mine.guarantee} plus "
+        f"{deserved - mine.guarantee} of the GPUs that no guarantee holds or that other queues "
+        "do not ask for, shared by weight"
+        + (
+            f" (capped by their demand, these deserve less than their guarantee: "
+            f"{', '.join(capped)})"
+            if capped
+            else ""
+        )
+    ]
 
 
 def _reclaim_phrase(own: str, queues: Iterable[Obj] | None) -> str:

@@ -182,8 +182,9 @@ def test_the_deployment_env_is_read_by_phalanx_run_into_the_chart_defaults(
     run = typer.main.get_command(cli.app).commands["run"]  # type: ignore[attr-defined]
     known = {p.envvar for p in run.params if p.envvar}
     assert set(env) <= known, f"not `phalanx run` options: {set(env) - known}"
-    # Every setting of PRODUCT.md §5 comes from the chart (only the kubeconfig does not).
-    assert known - set(env) == {"KUBECONFIG"}
+    # Every setting of PRODUCT.md §5 comes from the chart (only the kubeconfig does not; the
+    # `verbose` value is passed as the --verbose argument).
+    assert known - set(env) == {"KUBECONFIG", "PHALANX_VERBOSE"}
     captured: list[OperatorConfig] = []
 
     async def fake_run(cfg: OperatorConfig, kubeconfig: str | None = None) -> None:

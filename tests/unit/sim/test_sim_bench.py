@@ -1,11 +1,14 @@
 """`bench/sim_bench.py`: finished replays are kept (`--reuse`) only when they match what would
-be run now, and a results file can be merged into another."""
+be run now (known by the trace's name and content, wherever the file was), a results file can be
+merged into another, and a bad trace is one line from the worker process that read it."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +18,7 @@ import pytest
 
 from phalanx.sim.policies import POLICIES
 from phalanx.sim.report import policy_config
+from phalanx.sim.traces import TraceFormatError
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "sim_bench.py"
 
@@ -76,3 +80,64 @@ def test_a_replay_that_differs_is_not_reused(bench: ModuleType, tmp_path: Path) 
     assert not bench._matches({k: v for k, v in good.items() if k != "policy_config"},
                               "itp-cluster05", "phalanx", args)  # fmt: skip
     assert not bench._matches(good, "itp-cluster04", "phalanx", args)
+
+
+def test_a_recorded_replay_is_known_by_its_trace_name_and_content_not_its_path(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    args = bench.argparse.Namespace(quick=40, cycle_interval=60.0)
+    trace = next(t for label, t, _, _ in bench.runs() if label == "itp-cluster05")
+    good: dict[str, Any] = {
+        "shape": "small",
+        "limit_jobs": 40,
+        "cycle_interval_s": 60.0,
+        "policy_config": policy_config(POLICIES["pod"]),
+    }
+    # Recorded from a copy elsewhere (before the traces moved into bench/traces/), no hash.
+    moved = dict(good, trace="itp:/elsewhere/data/traces/msr-itp-2021/cluster05.csv")
+    assert bench._matches(moved, "itp-cluster05", "pod", args)
+    # Recorded as this benchmark records now: relative path and the file's SHA-256.
+    now = dict(good, trace=bench.portable_trace(trace), trace_sha256=bench.trace_sha256(trace))
+    assert now["trace"] == "itp:bench/traces/msr-itp-2021/cluster05.csv"
+    assert bench._matches(now, "itp-cluster05", "pod", args)
+    assert not bench._matches(dict(now, trace_sha256="0" * 64), "itp-cluster05", "pod", args)
+    other = dict(good, trace="itp:/elsewhere/data/traces/msr-itp-2021/cluster04.csv")
+    assert not bench._matches(other, "itp-cluster05", "pod", args)
+
+
+def test_a_replay_of_a_missing_trace_fails_in_its_worker_with_the_one_line_message(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    # Through a spawned process pool, as the benchmark runs replays: the error must cross the
+    # process boundary intact (not as BrokenProcessPool).
+    missing = tmp_path / "cluster05.csv"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,submission_time,duration,num_gpu\na,1,1,1\nb,2,x,1\n")
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        gone = pool.submit(bench._one, "t", f"itp:{missing}", "small", "pod", 5, 60.0)
+        malformed = pool.submit(bench._one, "t", f"itp:{bad}", "small", "pod", 5, 60.0)
+        with pytest.raises(TraceFormatError) as err:
+            gone.result(timeout=120)
+        assert str(err.value) == (
+            f"{missing}: cannot open: No such file or directory; check the path, and that the "
+            "file is a trace of the kind given (KIND:PATH)"
+        )
+        with pytest.raises(TraceFormatError) as err:
+            malformed.result(timeout=120)
+    assert str(err.value).startswith(f"{bad}:3: duration: not a number: 'x'; fix or remove")
+    assert (err.value.path, err.value.line) == (bad, 3)
+
+
+def test_the_benchmark_says_one_line_for_a_missing_trace_and_exits_1(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.setattr(bench, "TRACES", tmp_path / "nowhere")
+    assert bench.main(_args(bench, tmp_path)) == 1
+    err = capsys.readouterr().err.strip()
+    missing = tmp_path / "nowhere" / "msr-itp-2021" / "cluster05.csv"
+    assert err == (
+        f"sim_bench: itp-cluster05 pod: {missing}: cannot open: No such file or directory; "
+        "check the path, and that the file is a trace of the kind given (KIND:PATH)"
+    )

@@ -167,8 +167,8 @@ class TestItp:
 
 class TestOpenb:
     ROWS = (
-        "openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0\n"
-        "openb-pod-0001,6000,12288,1,460,,BE,Failed,100,200,150\n"
+        "openb-pod-0000,10000,20480,1,1000,,LS,Running,0,9000000,0\n"
+        "openb-pod-0001,5000,10240,1,300,,BE,Failed,100,200,150\n"
         "openb-pod-0002,8000,30000,0,0,,LS,Succeeded,100,400,100\n"
         "openb-pod-0003,11908,47104,1,1000,,BE,Pending,120,300,\n"
         "openb-pod-0004,88000,327680,8,1000,,Burstable,Succeeded,130,1130,130\n"
@@ -179,10 +179,10 @@ class TestOpenb:
         assert trace.skipped == {"never_scheduled": 1}
         first, failed, cpu_only, big = trace.jobs
         assert (first.id, first.submit_s, first.duration_s, first.truncated) == (
-            "openb-pod-0000", 0.0, 12537496.0, True
+            "openb-pod-0000", 0.0, 9000000.0, True
         )  # fmt: skip
         assert (failed.gpus, failed.gpu_milli, failed.cpu_milli, failed.memory_mib) == (
-            1, 460, 6000, 12288
+            1, 300, 5000, 10240
         )  # fmt: skip
         assert (failed.duration_s, failed.observed_wait_s, failed.qos) == (50.0, 50.0, "BE")
         assert not failed.truncated

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
+from typing import Any
 
 import yaml
+from rich.console import Console
 
+from phalanx.views import render
 from phalanx.views.formats import Output, dump
 from phalanx.views.rows import (
     explanation,
@@ -16,7 +20,7 @@ from phalanx.views.rows import (
     share_rows,
     would_start,
 )
-from tests.unit.views.objects import NOW, pending, podgroup, queue, situation
+from tests.unit.views.objects import GPU, NOW, pending, podgroup, queue, situation
 
 QUEUE_KEYS = ["namespace", "name", "queue", "phase", "bound", "min", "reason", "position", "eta"]
 SHARE_KEYS = [
@@ -26,6 +30,8 @@ SHARE_KEYS = [
     "deserved",
     "allocated",
     "borrowed",
+    "pendingGangs",
+    "runningGangs",
     "usage",
     "fairShare",
 ]
@@ -120,6 +126,8 @@ def test_share_json_has_the_contract_keys_and_gpu_figures_as_numbers() -> None:
         "deserved": 32,
         "allocated": 96,
         "borrowed": 64,
+        "pendingGangs": 0,
+        "runningGangs": 1,
         "usage": 57600.0,
         "fairShare": 0.25,
     }
@@ -133,6 +141,8 @@ def test_share_json_has_the_contract_keys_and_gpu_figures_as_numbers() -> None:
         "deserved": 0,
         "allocated": 0,
         "borrowed": 0,
+        "pendingGangs": 0,
+        "runningGangs": 0,
         "usage": 0.0,
         "fairShare": 1.0,
     }
@@ -170,7 +180,10 @@ def test_explain_gives_reason_message_and_the_pending_detail_and_what_would_star
     assert out["eta"] == "2026-11-30T05:09:00Z"
     hints = out["wouldStart"]
     assert hints[0] == "needs 96 more free GPUs that it can use (112 requested, 16 free now)"
-    assert "would hold 128 GPUs, over its deserved 96" in hints[1]
+    assert hints[1] == (
+        "its queue lender holds 16 GPUs and deserves 96: this gang's 112 would put it 32 over "
+        "its share, which it can borrow from idle GPUs but not reclaim from other queues"
+    )
     assert hints[2] == (
         "starts at 2026-11-30T05:09:00Z (in 9m), its reservation, when 1 running gang ends"
     )
@@ -328,3 +341,124 @@ def test_explain_detail_keeps_the_contract_order_whatever_order_the_api_returns(
     detail = explanation(big, NOW).detail
     assert detail is not None
     assert list(detail) == ["requestedGPUs", "freeGPUs", "queueDeservedGPUs", "queueAllocatedGPUs"]
+
+
+def _newcomers_cluster() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Issue 14's cluster of 128 GPUs: `prod` asks for only 16 of its 32 guaranteed GPUs, so
+    `research` deserves 112; research holds 24 and its `pretrain` waits for 112 more."""
+    pretrain = podgroup(
+        "pretrain",
+        14,
+        queue="research",
+        status=pending(
+            "InsufficientCapacity",
+            "needs 112 GPUs; 88 free",
+            requested=112,
+            free=88,
+            deserved=112,
+            allocated=24,
+            position=1,
+            eta_in=None,
+            members=14,
+        ),
+    )
+    queues = [
+        queue("prod", guarantee={GPU: 32}, deserved=16, allocated=16, running_gangs=1),
+        queue(
+            "research",
+            weight=2,
+            guarantee={GPU: 64},
+            deserved=112,
+            allocated=24,
+            pending_gangs=1,
+            running_gangs=2,
+        ),
+        queue("default", deserved=0),
+    ]
+    return pretrain, queues
+
+
+def test_explain_never_has_a_queue_hold_more_than_the_cluster_and_says_whose_gangs_must_end() -> (
+    None
+):
+    pretrain, queues = _newcomers_cluster()
+    hints = would_start(pretrain, NOW, queues)
+    for hint in hints:
+        for held in re.findall(r"\bhold\w* (\d+)", hint):
+            assert int(held) <= 128, hint
+    assert hints[1] == (
+        "its queue research holds 24 GPUs and deserves 112: this gang's 112 would put it 24 "
+        "over its share, which it can borrow from idle GPUs but not reclaim from other queues; "
+        "with 128 GPUs free or held by gangs it can start only after its queue's own running "
+        "gangs free 8"
+    )
+    # Without the queues (a user who may not list them) the room is unknown: no such claim.
+    assert "free or held" not in " ".join(would_start(pretrain, NOW))
+
+
+def test_explain_says_how_a_deserved_share_came_about_demand_caps_included() -> None:
+    pretrain, queues = _newcomers_cluster()
+    assert would_start(pretrain, NOW, queues)[2] == (
+        "its queue research deserves 112: its guarantee 64 plus 48 of the GPUs that no guarantee "
+        "holds or that other queues do not ask for, shared by weight (capped by their demand, "
+        "these deserve less than their guarantee: prod 16 of 32)"
+    )
+    # A gang of prod itself (its queue capped by its demand).
+    waiting = podgroup(
+        "eval",
+        1,
+        queue="prod",
+        status=pending(
+            "WaitingForReservation",
+            "reserved",
+            requested=8,
+            free=8,
+            deserved=16,
+            allocated=16,
+            position=1,
+            eta_in=None,
+            members=1,
+        ),
+    )
+    assert would_start(waiting, NOW, queues)[-2] == (
+        "its queue prod deserves 16 of its guarantee 32: a queue deserves no more than its "
+        "demand (GPUs its gangs hold and wait for); the rest is lent to other queues"
+    )
+    # Guarantees scaled down to fit: that is the reason given, not demand.
+    scaled = "guarantees add up to more than the cluster's 128 nvidia.com/gpu; scaled down to 50%"
+    queues[0] = queue("prod", guarantee={GPU: 32}, deserved=16, allocated=16, message=scaled)
+    assert f"its queue prod deserves 16: {scaled}" in would_start(waiting, NOW, queues)
+
+
+def test_share_notes_explain_a_deserved_share_below_the_guarantee() -> None:
+    _, queues = _newcomers_cluster()
+    rows = share_rows(queues)
+    assert render.share_notes(rows) == [
+        "prod: deserves 16 of its guarantee 32: a queue deserves no more than its demand (GPUs "
+        "its gangs hold and wait for); the rest is lent to other queues and reclaimed when it "
+        "asks for it"
+    ]
+    assert {r.queue: r.to_json()["pendingGangs"] for r in rows} == {
+        "default": 0,
+        "prod": 0,
+        "research": 1,
+    }
+    assert {r.queue: r.to_json()["runningGangs"] for r in rows}["research"] == 2
+
+
+def test_share_shows_fair_share_1_at_zero_usage_and_a_small_usage_as_not_zero() -> None:
+    rows = share_rows(
+        [
+            queue("idle", deserved=0, usage=0.0, fair_share=1.0),
+            queue("new", deserved=8, allocated=8, usage=0.4, fair_share=0.5),
+        ]
+    )
+    table = render.share_table(rows)
+    console = Console(width=200, record=True)
+    console.print(table)
+    lines = {line.split()[0]: line.split() for line in console.export_text().splitlines()[1:]}
+    assert lines["idle"][-2:] == ["0", "1"]
+    assert lines["new"][-2:] == ["0.4", "0.5"]
+    assert [render.usage_text(u) for u in (None, 0.0, 0.04, 9.4, 1638.4)] == [
+        "-", "0", "0.04", "9.4", "1638"
+    ]  # fmt: skip

@@ -18,15 +18,27 @@ class TraceFormatError(ValueError):
     """A trace file that cannot be read as its documented format.
 
     The message is one line that names the file and, when there is one, the line number
-    (1-based, the header is line 1), so a user can open the file at the culprit.
+    (1-based, the header is line 1), so a user can open the file at the culprit, and ends with
+    what to do about it. It pickles with its three fields (`__reduce__`): a replay's worker
+    process raises it, and an exception that cannot be rebuilt on the other side breaks the
+    whole process pool, hiding this message behind a `BrokenProcessPool`.
     """
 
     def __init__(self, path: Path | str, line: int | None, problem: str) -> None:
         where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {problem}")
+        if line is None:
+            todo = "check the path, and that the file is a trace of the kind given (KIND:PATH)"
+        elif line == 1:  # the header
+            todo = "check that the file is a trace of the kind given (KIND:PATH)"
+        else:
+            todo = "fix or remove that row, or check that the file is a trace of the kind given"
+        super().__init__(f"{where}: {problem}; {todo}")
         self.path = Path(path)
         self.line = line
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type[TraceFormatError], tuple[Path, int | None, str]]:
+        return type(self), (self.path, self.line, self.problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -846,6 +846,8 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
         reservations=dict(sorted(c.reservations.items())),
         gangs=gangs,
         queues=queues,
+        roll_forward=dict(sorted(prep.roll_forward.items())),
+        roll_back=dict(sorted(prep.roll_back.items())),
         extra_bindings={
             gid: {pod: names[n] for pod, n in sorted(got)}
             for gid, got in sorted(c.extra_bound.items())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from phalanx.core.reasons import EvictionReason, format_duration
@@ -94,12 +94,50 @@ class Action(enum.StrEnum):
     """Holds its capacity and nothing is to be done: a bind or an eviction is under way."""
     EVICT = "Evict"
     """Evict every bound member now, whole (`reason`)."""
+    REPAIR = "Repair"
+    """Partly bound, no bind running, its decision record naming every member: the cycle rolls
+    it forward (binds the rest where the record says) if that still fits, back otherwise."""
     ROLL_BACK = "RollBack"
-    """Partly bound and no bind running: delete the bound members, re-queue whole."""
+    """Partly bound, no bind running, no usable decision record: delete the bound members,
+    re-queue whole."""
     FAIL = "Fail"
     """Mark the gang `Failed` (terminal)."""
     NONE = "None"
     """Finished: nothing holds capacity for it any more (or what is left is the workload's)."""
+
+
+class Record(enum.StrEnum):
+    """The decision record (`status.placement.pods`, pod UID → node) against the pods."""
+
+    NONE = "None"
+    MATCHES = "Matches"
+    """Every bound member sits on its recorded node, and enough others are named to finish."""
+    STALE = "Stale"
+    """It names pods that are gone, or bound members elsewhere (an older version, a hand edit)."""
+
+
+def check_record(
+    recorded: Mapping[str, str] | None,
+    bound: Mapping[str, str],
+    pending: Iterable[str],
+    need: int,
+) -> tuple[Record, str]:
+    """Whether a partly bound gang can be finished from its record, and if not, why (for the
+    Warning Event). `recorded` and `bound` map pod UIDs to nodes; `pending` are UIDs of members
+    not bound."""
+    if not recorded:
+        return Record.NONE, "it has no decision record"
+    moved = sorted(uid for uid, node in bound.items() if recorded.get(uid) != node)
+    if moved:
+        return (
+            Record.STALE,
+            f"its decision record does not name where {len(moved)} bound pod(s) are",
+        )
+    named = [uid for uid in pending if uid in recorded]
+    if len(bound) + len(named) < need:
+        gone = len(recorded) - len(bound) - len(named)
+        return Record.STALE, f"its decision record names {gone} pod(s) that no longer exist"
+    return Record.MATCHES, ""
 
 
 class FailReason(enum.StrEnum):
@@ -159,6 +197,8 @@ class GangFacts:
     member_failures: int = 0
     time_limit: float | None = None
     schedule_timeout: float | None = None
+    record: Record = Record.NONE
+    record_problem: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +224,13 @@ class LifecycleDecision:
 
     @property
     def holds_capacity(self) -> bool:
-        return self.action in (Action.RUN, Action.HOLD, Action.EVICT, Action.ROLL_BACK)
+        return self.action in (
+            Action.RUN,
+            Action.HOLD,
+            Action.EVICT,
+            Action.ROLL_BACK,
+            Action.REPAIR,
+        )
 
 
 def member_lost(node_exists: bool, not_ready_since: float | None, now: float, after: float) -> bool:
@@ -332,11 +378,21 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
 
     if n.live:
         # Partly bound, never whole, and no bind of ours running: a crash or a lost bind.
+        if facts.record is Record.MATCHES:
+            return LifecycleDecision(
+                Phase.BINDING,
+                Action.REPAIR,
+                EvictionReason.BIND_FAILED,
+                f"left partly bound ({n.live} of {need} bound) with no bind in progress",
+                need=need,
+                member_failures=failures,
+            )
         return LifecycleDecision(
             Phase.BINDING,
             Action.ROLL_BACK,
             EvictionReason.BIND_FAILED,
-            f"left partly bound ({n.live} of {need} bound) with no bind in progress",
+            f"left partly bound ({n.live} of {need} bound) with no bind in progress, and "
+            + (facts.record_problem or "it has no decision record"),
             evicting=True,
             need=need,
             member_failures=failures,

@@ -130,6 +130,10 @@ class RunningGang:
     `memberFailure: keep`): placed where they fit after the cycle's walk, one by one, under its
     required topology domain, never a reason to move or roll back the gang."""
     topology_required: str | None = None
+    intended: tuple[tuple[Member, str], ...] = ()
+    """A partly bound gang's members not bound yet, each with the node its decision record
+    names: the cycle rolls the gang forward (`CycleResult.roll_forward`) when they all still fit
+    there, and back (`CycleResult.roll_back`) otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +341,11 @@ class CycleResult:
     reservations: Mapping[str, Reservation]
     gangs: Mapping[str, GangDecision]
     queues: Mapping[str, QueueStatus]
+    roll_forward: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Gang id → pod id → node: partly bound gangs whose recorded placement still fits; bind
+    the rest there."""
+    roll_back: Mapping[str, str] = field(default_factory=dict)
+    """Gang id → why its recorded placement no longer fits: roll it back whole."""
     extra_bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Gang id → pod id → node for waiting members of gangs that already run: each bind stands
     alone (one that fails leaves that pod pending, never rolls the gang back)."""

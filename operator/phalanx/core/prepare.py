@@ -10,7 +10,7 @@ simply not usable for what it lacks. Nothing here raises on odd values.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from phalanx.core.capacity import ClusterState
@@ -49,6 +49,8 @@ class Prepared:
     capacity_fair: int
     pending_ids: list[str]
     running_extras: list[RunningExtras]
+    roll_forward: dict[str, dict[str, str]]
+    roll_back: dict[str, str]
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
@@ -222,6 +224,10 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
             owner.alloc_fair += total[fair_pos]
             owner.running += 1
 
+    roll_forward, roll_back = _repair_partial(
+        running, queues, free, usable, nodes, node_pos, index, fair_pos, releases, now
+    )
+
     state = ClusterState(topo, free, usable)
     for t, n, vec, gid in sorted(releases, key=lambda r: (r[0], r[1], r[3])):
         state.add_release(t, n, vec, gid)
@@ -369,4 +375,96 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         capacity_fair=capacity_fair,
         pending_ids=pending_ids,
         running_extras=running_extras,
+        roll_forward=roll_forward,
+        roll_back=roll_back,
     )
+
+
+def _repair_partial(
+    running: list[RunState],
+    queues: dict[str, QueueState],
+    free: list[list[int]],
+    usable: list[bool],
+    nodes: list[Node],
+    node_pos: dict[str, int],
+    index: ResourceIndex,
+    fair_pos: int,
+    releases: list[tuple[float, int, list[int], str]],
+    now: float,
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Roll each partly bound gang forward or back, before anything else is placed.
+
+    Forward when every member its decision record names, not bound yet, still fits on its
+    recorded node: the node exists, is schedulable and Ready, has the member's requests free
+    with every bound pod counted (its own gang's bound members included, which are already on
+    their nodes) and passes the member's selectors and tolerations. Then that capacity is taken
+    and charged as the gang's. Back otherwise: the gang's capacity comes back now, as an
+    eviction's does, and is charged to no queue. Decided first, because a gang already partly
+    bound holds a promise no later gang may take from it.
+    """
+    forward: dict[str, dict[str, str]] = {}
+    back: dict[str, str] = {}
+    width = len(index)
+    for k, rs in enumerate(running):
+        g = rs.gang
+        if not g.intended or g.evicting:
+            continue
+        need: dict[int, list[int]] = {}
+        problem = ""
+        for member, node_name in sorted(g.intended, key=lambda mn: mn[0].pod):
+            n = node_pos.get(node_name)
+            if n is None:
+                problem = f"its recorded node {node_name} is gone"
+                break
+            if not usable[n]:
+                problem = f"its recorded node {node_name} is not schedulable (cordoned or NotReady)"
+                break
+            if not node_accepts(nodes[n], member):
+                problem = f"pod {member.pod} no longer matches its recorded node {node_name}"
+                break
+            vec = [max(0, v) for v in index.vector(member.requests)]
+            vec[1] = max(vec[1], 1)
+            acc = need.setdefault(n, [0] * width)
+            for i, v in enumerate(vec):
+                acc[i] += v
+        if not problem:
+            for n, vec in sorted(need.items()):
+                short = [index.names[i] for i, v in enumerate(vec) if v > free[n][i]]
+                if short:
+                    problem = (
+                        f"its recorded node {nodes[n].name} no longer has room "
+                        f"({', '.join(short)} taken since)"
+                    )
+                    break
+        owner = queues.get(g.queue)
+        if problem:
+            back[g.id] = problem
+            releases[:] = [r for r in releases if r[3] != g.id]  # not at its end: now
+            releases.extend((now, n, vec, g.id) for n, vec in rs.nodes)
+            if owner is not None:
+                for _n, vec in rs.nodes:
+                    for i, v in enumerate(vec):
+                        owner.alloc[i] -= v
+                owner.alloc_fair -= rs.fair
+                owner.running -= 1
+            running[k] = RunState(gang=replace(g, evicting=True), nodes=rs.nodes, fair=rs.fair)
+            continue
+        held = dict(rs.nodes)
+        for n, vec in sorted(need.items()):
+            cur = free[n]
+            for i, v in enumerate(vec):
+                cur[i] -= v
+            if n in held:
+                held[n] = [a + b for a, b in zip(held[n], vec, strict=True)]
+            else:
+                held[n] = list(vec)
+            if owner is not None:
+                for i, v in enumerate(vec):
+                    owner.alloc[i] += v
+                owner.alloc_fair += vec[fair_pos]
+            rs.fair += vec[fair_pos]
+        rs.nodes = sorted(held.items())
+        if rs.end < math.inf:
+            releases.extend((max(now, rs.end), n, vec, g.id) for n, vec in sorted(need.items()))
+        forward[g.id] = {m.pod: node for m, node in sorted(g.intended, key=lambda mn: mn[0].pod)}
+    return forward, back

@@ -8,7 +8,7 @@ decision after it is made from what the API holds, as a real restart is.
 Invariants after every step:
 - the phase is one of the contract's;
 - a gang is never left partly bound past one bind round: partly bound, not binding and never
-  run whole, the verdict is a rollback;
+  run whole, the verdict is a repair (with a decision record) or a rollback;
 - a member succeeding never triggers an eviction (checked as it happens), and `MemberFailed`
   only for a gang with fewer than `minMember` members live or done;
 - `Succeeded` exactly when the work is done: at least `minMember` succeeded and none live or
@@ -30,6 +30,7 @@ from phalanx.core.lifecycle import (
     LifecyclePolicy,
     MemberState,
     Phase,
+    Record,
     decide,
 )
 from phalanx.core.reasons import EvictionReason
@@ -51,6 +52,7 @@ class GangLife(RuleBasedStateMachine):
         self.binding = False
         self.time_limit: float | None = 600.0
         self.last: LifecycleDecision | None = None
+        self.record = Record.NONE
 
     # -- the world ------------------------------------------------------------------------------
 
@@ -66,6 +68,7 @@ class GangLife(RuleBasedStateMachine):
             binding=self.binding,
             member_failures=self.failures,
             time_limit=self.time_limit,
+            record=self.record,
         )
 
     def _present(self) -> int:
@@ -139,6 +142,7 @@ class GangLife(RuleBasedStateMachine):
         self.phase = Phase.BINDING
         self.scheduled_at = self.now
         self.evicted = None
+        self.record = Record.MATCHES
 
     @rule()
     def the_operator_runs_a_cycle(self) -> None:
@@ -154,7 +158,16 @@ class GangLife(RuleBasedStateMachine):
             self.phase = d.phase
             for i in pending:
                 self.members[i] = MemberState.BOUND  # extras and replacements join
+        elif d.action is Action.REPAIR:
+            # Rolled forward (the cycle found the recorded placement still fits): the rest bind.
+            missing = d.need - sum(
+                1 for s in self.members if s in LIVE or s is MemberState.SUCCEEDED
+            )
+            for i in pending[: max(0, missing)]:
+                self.members[i] = MemberState.BOUND
+            self.phase = Phase.RUNNING
         elif d.action in (Action.EVICT, Action.ROLL_BACK):
+            self.record = Record.NONE
             self.evicted = EvictedMark(d.reason, self.now)
             self.phase, self.scheduled_at = Phase.PENDING, None
             if d.reason == EvictionReason.MEMBER_FAILED:
@@ -179,7 +192,8 @@ class GangLife(RuleBasedStateMachine):
         partial = live > 0 and live + done < f.min_member
         ran = self.phase in (Phase.RUNNING, Phase.DEGRADED)
         if partial and not self.binding and not ran and self.evicted is None:
-            assert decide(f, POLICY, self.now).action is Action.ROLL_BACK
+            expected = Action.REPAIR if self.record is Record.MATCHES else Action.ROLL_BACK
+            assert decide(f, POLICY, self.now).action is expected
 
     @invariant()
     def only_a_gang_really_short_is_evicted_for_member_failure(self) -> None:

@@ -20,7 +20,9 @@ from phalanx.core.lifecycle import (
     MemberState,
     OwnerState,
     Phase,
+    Record,
     backoff_seconds,
+    check_record,
     decide,
     member_lost,
 )
@@ -80,6 +82,24 @@ CASES = [
     Case(
         "partly bound and no bind in flight (a crash): rolled back",
         facts("BBPP", recorded_phase="Binding", scheduled_at=900.0),
+        Phase.BINDING,
+        Action.ROLL_BACK,
+        "BindFailed",
+    ),
+    Case(
+        "partly bound after a crash, its decision record names every member: repaired",
+        facts("BBPP", recorded_phase="Binding", scheduled_at=900.0, record=Record.MATCHES),
+        Phase.BINDING,
+        Action.REPAIR,
+    ),
+    Case(
+        "partly bound, its decision record stale (edited, or an older version's): rolled back",
+        facts(
+            "BBPP",
+            recorded_phase="Binding",
+            record=Record.STALE,
+            record_problem="its decision record names 2 pod(s) that no longer exist",
+        ),
         Phase.BINDING,
         Action.ROLL_BACK,
         "BindFailed",
@@ -377,3 +397,16 @@ def test_capacity_is_held_exactly_while_pods_may_be_bound() -> None:
         if c.action in (Action.SCHEDULE, Action.NONE, Action.FAIL)
     }
     assert not any(holds.values()), holds
+
+
+def test_the_record_check() -> None:
+    """UIDs a, b bound on n1, n2; c, d pending; need 4."""
+    rec = {"a": "n1", "b": "n2", "c": "n1", "d": "n2"}
+    bound = {"a": "n1", "b": "n2"}
+    assert check_record(rec, bound, ["c", "d"], 4) == (Record.MATCHES, "")
+    assert check_record(None, bound, ["c", "d"], 4)[0] is Record.NONE
+    moved = check_record(rec, {"a": "n1", "b": "n3"}, ["c", "d"], 4)
+    assert moved[0] is Record.STALE and "1 bound pod" in moved[1]
+    # d was replaced by a pod with another UID (e): the record cannot finish the gang.
+    gone = check_record(rec, bound, ["c", "e"], 4)
+    assert gone[0] is Record.STALE and "1 pod(s) that no longer exist" in gone[1]

@@ -186,7 +186,7 @@ class Binder:
             previous = gang.status
             record: dict[str, Any] = {
                 "phase": "Binding",
-                "placement": placement_body(placement, pods),
+                "placement": placement_body(placement, pods, {p.key: p.uid for p in gang.pods}),
                 "scheduledAt": rfc3339(now),
                 **{k: None for k in PENDING_ONLY if previous.get(k) is not None},
             }
@@ -258,6 +258,7 @@ class Binder:
         reason: str,
         decision: GangDecision | None,
         now: float,
+        message: str | None = None,
     ) -> None:
         queue = gang.group.queue if gang.group else "default"
         queued = gang.group.created if gang.group else now
@@ -265,7 +266,7 @@ class Binder:
         if decision is not None and decision.placement is not None:
             leaf_level = self.config.topology_levels[-1][0]
             self.metrics.leaves_spanned.observe(len(decision.placement.domains.get(leaf_level, ())))
-        message = decision.message if decision else "bound"
+        message = message or (decision.message if decision else "bound")
         if gang.group:
             previous = gang.status
             status = {
@@ -273,7 +274,7 @@ class Binder:
                 # refresh of every gang, straight after its bind.
                 **pod_counts(gang, self.assumed),
                 "phase": "Running",
-                "bound": len(pods),
+                "bound": len(gang.bound(self.assumed)),
                 "conditions": merge_conditions(
                     previous,
                     [
@@ -291,6 +292,27 @@ class Binder:
             self.reporter.emit(
                 pod_ref(pod.namespace, pod.name, pod.uid), "Scheduled", f"bound to {pods[pod.key]}"
             )
+
+    # -- roll forward -------------------------------------------------------------------------
+
+    async def roll_forward(self, gang: Gang, pods: Mapping[str, str], now: float) -> None:
+        """Finish a gang left partly bound (a crash between its decision record and its last
+        bind): bind the rest where the record says — the cycle found it still fits — instead of
+        throwing away the binds that landed. If they fail, roll back after all."""
+        self._assume(pods, now)
+        done = len(gang.bound(self.assumed)) - len(pods)
+        message = f"rolled forward from its decision record: {len(pods)} more bound beside {done}"
+        if gang.group:
+            self.reporter.emit(group_ref(gang), "RolledForward", message)
+        log.info("gang %s: %s", gang.key, message)
+        results = await self._bind_all(gang, pods)
+        if all(results):
+            self._bound_whole(gang, pods, str(Reason.SCHEDULED), None, now, message)
+            return
+        await self.rollback(
+            gang, f"rolling forward failed: {results.count(False)} of {len(results)} binds"
+        )
+        self.poke()
 
     # -- members joining a running gang -------------------------------------------------------
 
@@ -321,67 +343,110 @@ class Binder:
     async def rollback(self, gang: Gang, why: str) -> None:
         """Delete the bound members (a bound pod cannot be unbound); recreate bare ones.
 
-        The `Evicted/BindFailed` mark is written first: it is what tells a restarted operator
-        that this gang's members are going, not to be rolled back a second time."""
+        Durable first, in this order, so that a crash at any point loses nothing:
+        1. the `Evicted/BindFailed` mark (a restarted operator sees the members are going and
+           does not roll the gang back a second time);
+        2. the recreation journal: `status.recreate`, pod UID → the bare pod to create again,
+           written before any bare pod is deleted;
+        3. the deletes, then the creates (`finish_recreations`, which a restarted operator runs
+           from the journal too), each entry cleared once its pod exists again."""
         now = self.clock()
+        bound = gang.bound(self.assumed)
+        bare = [p for p in bound if not p.controlled]
+        journal: dict[str, Any] = {}
+        for pod in bare:
+            try:
+                journal[pod.uid] = _fresh_copy(await self.api.read_pod(pod.namespace, pod.name))
+            except ApiError as exc:
+                if exc.status != 404:
+                    log.warning("rolling back %s: %s", pod.key, exc)
         if gang.group:
             previous = gang.status
-            await self.reporter.patch_group(
-                gang,
-                {
-                    "phase": "Pending",
-                    "placement": None,
-                    "scheduledAt": None,
-                    "conditions": merge_conditions(
-                        previous,
-                        [condition(previous, "Evicted", "True", "BindFailed", why, now)],
-                    ),
-                },
-            )
+            patch: dict[str, Any] = {
+                "phase": "Pending",
+                "placement": None,
+                "scheduledAt": None,
+                "conditions": merge_conditions(
+                    previous,
+                    [condition(previous, "Evicted", "True", "BindFailed", why, now)],
+                ),
+            }
+            if journal:
+                patch["recreate"] = journal
+            await self.reporter.patch_group(gang, patch)
             self.reporter.emit(group_ref(gang), "BindFailed", why, "Warning")
-        bound = gang.bound(self.assumed)
-        await asyncio.gather(*(self._undo(pod) for pod in bound))
+        await asyncio.gather(*(self._undo(pod) for pod in bound if pod.controlled))
         for pod in gang.pods:
             self.assumed.pop(pod.key, None)
+        if gang.group and journal:
+            await self.finish_recreations(gang, journal, {p.name: p.uid for p in gang.pods})
         log.warning("rolled back gang %s: %s", gang.key, why)
 
-    async def _undo(self, pod: PodRec) -> None:
-        self.assumed.pop(pod.key, None)
-        if pod.controlled:
-            # Evicted, not plainly deleted: the eviction marks the pod DisruptionTarget, so a
-            # Job's podFailurePolicy can ignore it instead of counting a failure.
+    async def finish_recreations(
+        self, gang: Gang, journal: Mapping[str, Any], live: Mapping[str, str]
+    ) -> None:
+        """Replay the recreation journal: for each entry (old pod UID → pod body), delete the
+        old pod if it is still there, then create the new one; a pod of that name with another
+        UID means it was recreated already. Idempotent, so a restarted operator runs it again
+        from `status.recreate`; an entry is cleared only once its pod exists again."""
+        done: dict[str, None] = {}
+        for uid, body in sorted(journal.items()):
+            meta = body.get("metadata") if isinstance(body, Mapping) else None
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            namespace = gang.group.namespace if gang.group else ""
+            if not isinstance(name, str) or not name:
+                log.warning("recreation journal of %s: entry %s has no pod name", gang.key, uid)
+                done[uid] = None
+                continue
+            current = live.get(name)
             try:
-                await self.api.evict(pod.namespace, pod.name, 0)
+                if current is not None and current != uid:
+                    done[uid] = None  # recreated already
+                    continue
+                if current == uid:
+                    await self.api.delete_pod(namespace, name, uid)
+                if not await self._wait_gone_by_name(namespace, name, uid):
+                    log.warning(
+                        "rolling back %s/%s: still there; retried next cycle", namespace, name
+                    )
+                    continue
+                await self.api.create_pod(namespace, dict(body))
+                done[uid] = None
             except ApiError as exc:
-                if exc.status == 429:
-                    try:
-                        await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
-                    except ApiError as err:
-                        log.warning("rolling back %s: %s", pod.key, err)
+                if exc.status == 409:
+                    done[uid] = None  # a pod of that name exists again
                 elif exc.status != 404:
-                    log.warning("rolling back %s: %s", pod.key, exc)
-            return
+                    log.warning("recreating %s/%s: %s; retried next cycle", namespace, name, exc)
+        if done and gang.group:
+            await self.reporter.patch_group(gang, {"recreate": done})
+
+    async def _undo(self, pod: PodRec) -> None:
+        """Roll back one controller-owned member: evicted, not plainly deleted — the eviction
+        marks the pod DisruptionTarget, so a Job's podFailurePolicy can ignore it instead of
+        counting a failure; its controller creates it again."""
+        self.assumed.pop(pod.key, None)
         try:
-            body = await self.api.read_pod(pod.namespace, pod.name)
-            await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
-            if await self._wait_gone(pod):
-                await self.api.create_pod(pod.namespace, _fresh_copy(body))
-            else:
-                log.warning("rolling back %s: still there after %gs", pod.key, GONE_WAIT_S)
+            await self.api.evict(pod.namespace, pod.name, 0)
         except ApiError as exc:
-            if exc.status != 404:
+            if exc.status == 429:
+                try:
+                    await self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+                except ApiError as err:
+                    log.warning("rolling back %s: %s", pod.key, err)
+            elif exc.status != 404:
                 log.warning("rolling back %s: %s", pod.key, exc)
 
-    async def _wait_gone(self, pod: PodRec) -> bool:
+    async def _wait_gone_by_name(self, namespace: str, name: str, uid: str) -> bool:
+        """Until the pod of that name and UID is gone (or GONE_WAIT_S has passed: False)."""
         deadline = time.monotonic() + GONE_WAIT_S
         while time.monotonic() < deadline:
             try:
-                body = await self.api.read_pod(pod.namespace, pod.name)
+                body = await self.api.read_pod(namespace, name)
             except ApiError as exc:
                 if exc.status == 404:
                     return True
                 raise
-            if body.get("metadata", {}).get("uid") != pod.uid:
+            if body.get("metadata", {}).get("uid") != uid:
                 return True
             await asyncio.sleep(0.1)
         return False

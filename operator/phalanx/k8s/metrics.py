@@ -41,6 +41,13 @@ class Metrics:
         self.evictions_total = Counter(
             "phalanx_evictions_total", "Gangs evicted, by reason.", ["reason"], registry=r
         )
+        self.repairs_total = Counter(
+            "phalanx_gang_repairs_total",
+            "Partly bound gangs found with no bind running (a crash), by how they were repaired: "
+            "forward (from the decision record) or back (rolled back).",
+            ["result"],
+            registry=r,
+        )
         self.queue_deserved = Gauge(
             "phalanx_queue_deserved", "Deserved share.", ["queue", "resource"], registry=r
         )

@@ -250,7 +250,7 @@ class Scheduler:
         if not self.leader.may_act():
             return result
         # 4. act
-        self._act_on_lifecycle(view, busy)
+        self._act_on_lifecycle(view, result, busy)
         self._evict_decided(result, view, busy)
         busy = self.busy_gangs()
         self.binder.start_binds(result, view, now, busy)
@@ -315,20 +315,38 @@ class Scheduler:
     def _act(self, gang: Gang, work: Coroutine[Any, Any, None], what: str) -> None:
         spawn(self.acting, gang.uid, work, what, then=lambda _failed: self.poke())
 
-    def _act_on_lifecycle(self, view: View, busy: set[str]) -> None:
-        """Start the evictions and rollbacks the lifecycle decided (each in a task of its own:
-        a slow one never holds up the cycle or another gang)."""
+    def _act_on_lifecycle(self, view: View, result: CycleResult, busy: set[str]) -> None:
+        """Start the evictions, rollbacks and repairs the lifecycle decided (each in a task of
+        its own: a slow one never holds up the cycle or another gang). A repair goes the way the
+        cycle found: forward where the recorded placement still fits, else back."""
         for key in sorted(view.gangs):
             gang = view.gangs[key]
             d = gang.decision
             if d is None or gang.uid in busy:
+                continue
+            journal = gang.status.get("recreate")
+            if isinstance(journal, Mapping) and journal:
+                # A rollback's bare pods still to recreate (this operator's, or one that died
+                # between a delete and its create): finish that first.
+                live = {p.name: p.uid for p in [*gang.pods, *gang.finished]}
+                self._act(gang, self.binder.finish_recreations(gang, journal, live), "recreate")
                 continue
             if d.action is Action.EVICT:
                 failures = d.member_failures if d.reason == "MemberFailed" else None
                 work = self.evictor.evict(gang, d.reason, d.message, self.assumed, failures)
                 self._act(gang, work, "eviction")
             elif d.action is Action.ROLL_BACK:
+                if d.reason == "BindFailed":
+                    self.metrics.repairs_total.labels(result="back").inc()
                 self._act(gang, self.binder.rollback(gang, d.message), "rollback")
+            elif d.action is Action.REPAIR and key in result.roll_forward:
+                work = self.binder.roll_forward(gang, result.roll_forward[key], self.clock())
+                self.metrics.repairs_total.labels(result="forward").inc()
+                self._act(gang, work, "roll forward")
+            elif d.action is Action.REPAIR and key in result.roll_back:
+                why = f"{d.message}; its recorded placement no longer fits: {result.roll_back[key]}"
+                self.metrics.repairs_total.labels(result="back").inc()
+                self._act(gang, self.binder.rollback(gang, why), "rollback")
 
     def _evict_decided(self, result: CycleResult, view: View, busy: set[str]) -> None:
         for ev in result.evictions:

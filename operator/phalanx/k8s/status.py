@@ -32,6 +32,7 @@ OWNED_GROUP_FIELDS = (
     "scheduledAt",
     "memberFailures",
     "observedGeneration",
+    "recreate",
 )
 
 
@@ -68,13 +69,19 @@ def merge_conditions(
     return [by_type[t] for t in sorted(by_type)]
 
 
-def placement_body(placement: Placement | None, pods: Mapping[str, str] | None) -> dict[str, Any]:
+def placement_body(
+    placement: Placement | None, pods: Mapping[str, str] | None, uids: Mapping[str, str]
+) -> dict[str, Any]:
+    """The decision record: domains, nodes, and pod UID → node (`pods` is keyed by pod key,
+    `uids` maps those keys to UIDs). By UID, because a pod re-created under the same name by
+    its controller is another pod: a restarted operator must not bind it by a record made for
+    the old one."""
     body: dict[str, Any] = {}
     if placement is not None:
         body["domains"] = {k: list(v) for k, v in placement.domains.items()}
         body["nodes"] = list(placement.nodes)
     if pods is not None:
-        body["pods"] = {k.partition("/")[2]: v for k, v in sorted(pods.items())}
+        body["pods"] = {uids[k]: v for k, v in sorted(pods.items()) if k in uids}
         body.setdefault("nodes", sorted(set(pods.values())))
     return body
 

@@ -36,6 +36,8 @@ from phalanx.core.lifecycle import (
     MemberFailure,
     MemberState,
     OwnerState,
+    Record,
+    check_record,
     decide,
     member_lost,
 )
@@ -251,6 +253,18 @@ def build_view(
             MemberState.SUCCEEDED if p.phase == "Succeeded" else MemberState.FAILED
             for p in gang.finished
         ]
+        record, problem = Record.NONE, ""
+        bound_now = {
+            p.uid: (p.node_name or assumed[p.key]) for p in gang.bound(assumed) if not p.deleting
+        }
+        recorded = recorded_pods(gang.status) if gang.group is not None else None
+        if bound_now:
+            need_now = max(
+                0, gang.min_member - sum(1 for p in gang.finished if p.phase == "Succeeded")
+            )
+            record, problem = check_record(
+                recorded, bound_now, [p.uid for p in gang.waiting(assumed)], need_now
+            )
         facts = GangFacts(
             id=key,
             min_member=gang.min_member,
@@ -265,6 +279,8 @@ def build_view(
             member_failures=_int(gang.status.get("memberFailures")),
             time_limit=limit,
             schedule_timeout=gang.group.schedule_timeout if gang.group else None,
+            record=record,
+            record_problem=problem,
         )
         decision = gang.decision = decide(facts, lifecycle, now)
         priority = _priority(gang, priority_classes)
@@ -276,9 +292,16 @@ def build_view(
                 continue  # nothing of it left on any node (members on lost nodes only)
             members = tuple(cache.member(p, p.node_name or assumed[p.key]) for p in held)
             waiting: tuple[Member, ...] = ()
+            intended: tuple[tuple[Member, str], ...] = ()
             if decision.action is Action.RUN:
                 waiting = tuple(cache.pending_member(p) for p in gang.waiting(assumed))
                 running_keys.add(key)
+            elif decision.action is Action.REPAIR and recorded is not None:
+                missing = decision.need - len(bound_now)
+                named = [p for p in gang.waiting(assumed) if p.uid in recorded]
+                intended = tuple(
+                    (cache.pending_member(p), recorded[p.uid]) for p in named[: max(0, missing)]
+                )
             running.append(
                 RunningGang(
                     id=key,
@@ -297,6 +320,7 @@ def build_view(
                     evicting=decision.evicting,
                     waiting=waiting,
                     topology_required=gang.group.topology_required if gang.group else None,
+                    intended=intended,
                 )
             )
             continue
@@ -349,6 +373,17 @@ def build_view(
     )
     snapshot = Snapshot(core_nodes, core_queues, tuple(running), tuple(pending))
     return View(snapshot, gangs, running_keys, pending_keys, orphans)
+
+
+def recorded_pods(status: Mapping[str, Any]) -> dict[str, str] | None:
+    """`status.placement.pods` as pod UID → node, or None when absent or malformed (a status
+    edited by hand is then simply no record)."""
+    placement = status.get("placement")
+    pods = placement.get("pods") if isinstance(placement, Mapping) else None
+    if not isinstance(pods, Mapping) or not pods:
+        return None
+    out = {k: v for k, v in pods.items() if isinstance(k, str) and isinstance(v, str)}
+    return out if len(out) == len(pods) else None
 
 
 def _member_state(

@@ -183,3 +183,76 @@ def test_writes_are_refused_to_a_non_leader_and_cut_off_at_their_deadline() -> N
         assert late.value.status == TIMED_OUT
 
     asyncio.run(go())
+
+
+def _half_bound(record: dict[str, str] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """g: a bound on n1, b pending; the decision record (if any) says a → n1, b → n2."""
+    pods = [pod("a", group="g", gpus=8, node_name="n1", phase="Running"), pod("b", group="g")]
+    status: dict[str, Any] = {"phase": "Binding", "scheduledAt": "1970-01-01T00:16:00Z"}
+    if record is not None:
+        status["placement"] = {"pods": record}
+    return pods, {**group("g", 2), "status": status}
+
+
+def test_a_gang_left_partly_bound_is_rolled_forward_from_its_decision_record() -> None:
+    api = FakeApi()
+    pods, g = _half_bound({"uid-a": "n1", "uid-b": "n2"})
+    sched = scheduler(api, pods, [g])
+    cycle(sched)
+    assert ("bind", "b") in api.calls
+    assert not [c for c in api.calls if c[0] in ("delete", "evict", "evicted")], api.calls
+    assert ("event", "RolledForward") in api.calls
+    assert ("status", "Running") in api.calls
+    assert sched.assumed.get("ns/b") == "n2", "bound where the record says"
+
+
+def test_a_record_whose_node_is_taken_rolls_the_gang_back() -> None:
+    api = FakeApi()
+    pods, g = _half_bound({"uid-a": "n1", "uid-b": "n2"})
+    blocker = pod("x", gpus=8, node_name="n2", scheduler="default-scheduler", phase="Running")
+    cycle(scheduler(api, [*pods, blocker], [g]))
+    assert ("bind", "b") not in api.calls
+    assert ("evicted", "BindFailed") in api.calls
+    assert ("delete", "a") in api.calls, "the bound member goes (a bare pod: recreated)"
+
+
+def test_a_gang_with_no_record_or_a_stale_one_is_rolled_back_with_the_reason() -> None:
+    for record in (None, {"uid-a": "n1", "uid-old": "n2"}):
+        api = FakeApi()
+        pods, g = _half_bound(record)
+        cycle(scheduler(api, pods, [g]))
+        assert ("evicted", "BindFailed") in api.calls, record
+        assert ("bind", "b") not in api.calls
+        mark = next(s for s in api.statuses if s.get("placement", 0) is None)
+        why = next(c for c in mark["conditions"] if c["type"] == "Evicted")["message"]
+        assert ("no decision record" if record is None else "no longer exist") in why, why
+
+
+def test_a_bare_pods_rollback_journals_it_before_the_delete_and_clears_it_after_the_create() -> (
+    None
+):
+    api = FakeApi()
+    pods, g = _half_bound(None)
+    cycle(scheduler(api, pods, [g]))
+    journal_at = next(i for i, s in enumerate(api.statuses) if s.get("recreate"))
+    assert "uid-a" in api.statuses[journal_at]["recreate"]
+    statuses_before_delete = api.calls[: api.calls.index(("delete", "a"))].count
+    assert statuses_before_delete(("evicted", "BindFailed")) == 1, "mark and journal first"
+    assert api.calls.index(("create", "a")) > api.calls.index(("delete", "a"))
+    assert api.statuses[-1].get("recreate") == {"uid-a": None}, "cleared once recreated"
+
+
+def test_a_journal_left_by_a_dead_operator_is_finished_and_is_idempotent() -> None:
+    """The old operator died between delete and create: `a` is gone, its journal entry left.
+    Another entry's pod (`b`) was recreated already (same name, a new UID): only cleared."""
+    api = FakeApi()
+    body_a = {"metadata": {"name": "a", "labels": {}}, "spec": {"containers": []}}
+    body_b = {"metadata": {"name": "b", "labels": {}}, "spec": {"containers": []}}
+    g = {
+        **group("g", 2),
+        "status": {"phase": "Pending", "recreate": {"uid-a": body_a, "uid-old-b": body_b}},
+    }
+    cycle(scheduler(api, [pod("b", group="g")], [g]))
+    assert api.calls.count(("create", "a")) == 1
+    assert ("create", "b") not in api.calls and ("delete", "b") not in api.calls
+    assert api.statuses[-1]["recreate"] == {"uid-a": None, "uid-old-b": None}

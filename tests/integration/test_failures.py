@@ -303,3 +303,68 @@ def delete_lease(coordination: Any) -> None:
     except __import__("kubernetes").client.ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def _metric(op: OperatorProcess, name: str) -> float:
+    for line in op.metrics().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_a_partitioned_leader_writes_nothing_after_losing_its_lease(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    """A leader whose lease renewals start failing (fault injection: 3 s after it wins) while it
+    keeps running — watches, cycles and all — stops acting within its renew deadline (4 s): a
+    gang submitted after that gets no bind and no status write over 5 of its standby cycles."""
+    custom = phalanx_api
+    lease = (
+        "--leader-election",
+        "--lease-namespace",
+        LEASE_NAMESPACE,
+        "--lease-name",
+        LEASE_NAME,
+        "--lease-duration",
+        "6",
+        "--renew-deadline",
+        "4",
+        "--retry-period",
+        "1",
+    )
+    coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
+    delete_lease(coordination)
+    op = OperatorProcess(
+        cluster.kubeconfig,
+        tmp_path,
+        name="partitioned",
+        extra_args=lease,
+        env={"PHALANX_FAULT_LEASE_PARTITION_AFTER_S": "3"},
+    ).start()
+    try:
+        submit_gang(cluster, custom, ns, "before", 2, 8)
+        wait_bound_whole(cluster, ns, "before", 2)  # it was the leader and acted
+        wait_for(
+            lambda: (
+                "refusing every write" in op.log_since(op.start_offset)
+                or _metric(op, 'phalanx_cycles_total{role="standby"}') > 0
+            ),
+            timeout=30,
+            what="the partitioned leader to stop acting (renewals fail 3 s after it won)",
+        )
+        assert not op.exited(), "it keeps running: a partition, not a crash"
+        standby = _metric(op, 'phalanx_cycles_total{role="standby"}')
+        submit_gang(cluster, custom, ns, "after", 2, 8)
+        wait_for(
+            lambda: _metric(op, 'phalanx_cycles_total{role="standby"}') >= standby + 5,
+            timeout=30,
+            what="5 more cycles of the partitioned operator (it sees the new gang)",
+        )
+        assert not any(nodes_of(cluster, ns, "after").values()), "a deposed leader bound a pod"
+        after = custom.get_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", "after"
+        )
+        assert not after.get("status"), f"a deposed leader wrote status: {after.get('status')}"
+    finally:
+        op.stop()
+        delete_lease(coordination)

@@ -10,12 +10,14 @@ other failure, so callers handle it the way they already handle a failed call.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from phalanx.k8s.api import ApiError, ClusterWrites
 
 T = TypeVar("T")
+log = logging.getLogger("phalanx.writes")
 
 NOT_LEADER = -1
 """`ApiError.status` of a write refused because this replica does not hold the lease."""
@@ -44,10 +46,14 @@ class GuardedWrites:
         self.timeout_s = timeout_s
         self.refused = 0
         """Writes refused for want of the lease (tests read it)."""
+        self._refused_reported = 0
 
     async def _write(self, call: Awaitable[T], what: str) -> T:
         if not self.leader.may_act():
+            if self.refused == self._refused_reported:
+                log.warning("not the leader (lease lost or not held): refusing every write")
             self.refused += 1
+            self._refused_reported = self.refused
             if asyncio.iscoroutine(call):
                 call.close()  # never started: no "was never awaited" warning
             raise ApiError(NOT_LEADER, f"{what}: not the leader")

@@ -30,10 +30,22 @@ def _micro_now() -> str:
 
 
 class LeaseElector:
-    def __init__(self, api: Api, config: OperatorConfig, identity: str) -> None:
+    def __init__(
+        self,
+        api: Api,
+        config: OperatorConfig,
+        identity: str,
+        partition_after_s: float | None = None,
+    ) -> None:
         self.api = api
         self.config = config
         self.identity = identity
+        self.partition_after_s = partition_after_s
+        """Test-only (PHALANX_FAULT_LEASE_PARTITION_AFTER_S): this long after it first wins the
+        lease, every renewal fails as if the API server could not be reached, while the rest of
+        the process — watches, the loop, its writes — keeps going. The partitioned-leader test
+        shows that it then writes nothing."""
+        self._won_at: float | None = None
         self.renewed_at: float | None = None
         self.observed: tuple[str | None, str | None] = (None, None)
         self.observed_at = time.monotonic()
@@ -55,6 +67,9 @@ class LeaseElector:
 
     async def _try_once(self) -> None:
         ns, name = self.config.lease_namespace, self.config.lease_name
+        cut = self.partition_after_s
+        if cut is not None and self._won_at is not None and time.monotonic() - self._won_at > cut:
+            raise ApiError(0, "lease renewal unreachable (fault injection: partitioned)")
         coord = self.api.coordination
         try:
             lease: dict[str, Any] = json.loads(
@@ -118,5 +133,7 @@ class LeaseElector:
             raise
         if taking_over:
             log.info("acquired the lease %s/%s as %s", ns, name, self.identity)
+            if self._won_at is None:
+                self._won_at = time.monotonic()
         self.renewed_at = started
         self.became_leader.set()

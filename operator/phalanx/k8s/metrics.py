@@ -41,6 +41,12 @@ class Metrics:
         self.evictions_total = Counter(
             "phalanx_evictions_total", "Gangs evicted, by reason.", ["reason"], registry=r
         )
+        self.cycles_total = Counter(
+            "phalanx_cycles_total",
+            "Scheduling cycles run, by whether this replica could act (leader) or not.",
+            ["role"],
+            registry=r,
+        )
         self.repairs_total = Counter(
             "phalanx_gang_repairs_total",
             "Partly bound gangs found with no bind running (a crash), by how they were repaired: "

@@ -310,7 +310,10 @@ async def run_operator(
     leader: LeaderGate = AlwaysLeader()
     tasks: list[asyncio.Task[Any]] = []
     if config.leader_election:
-        elector = LeaseElector(api, config, identity)
+        partition = os.environ.get("PHALANX_FAULT_LEASE_PARTITION_AFTER_S")
+        elector = LeaseElector(
+            api, config, identity, float(partition) if partition is not None else None
+        )
         leader = elector
         tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
     faults = FaultInjection()

@@ -248,7 +248,10 @@ class Scheduler:
             )
         self._prune(view, records)
         if not self.leader.may_act():
+            self.metrics.cycles_total.labels(role="standby").inc()
+            await self._stand_down()
             return result
+        self.metrics.cycles_total.labels(role="leader").inc()
         # 4. act
         self._act_on_lifecycle(view, result, busy)
         self._evict_decided(result, view, busy)
@@ -265,6 +268,20 @@ class Scheduler:
         self.reporter.write_pod_conditions(view, result)
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         return result
+
+    async def _stand_down(self) -> None:
+        """Not (or no longer) the leader: stop every task in flight and drop deferred reports.
+        Their writes would be refused anyway (`GuardedWrites`); stopping them keeps a deposed
+        leader from even trying, and a gang it left partly bound is the next leader's to repair
+        from its decision record."""
+        tasks = self._pending_tasks()
+        if not tasks and not self.reporter.deferred:
+            return
+        log.warning("not the leader: stopping %d task(s) in flight", len(tasks))
+        self.reporter.deferred.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _view(self, records: Records, now: float, busy: set[str]) -> View:
         return build_view(

@@ -1,15 +1,24 @@
-"""Crash safety: the operator dies abruptly mid-gang, is restarted, and the cluster heals.
+"""Crash safety: the operator dies abruptly at chosen points, is restarted, and nothing is lost.
 
-A test-only switch (`PHALANX_FAULT_DIE_AFTER_BINDS=N`) makes the operator `_exit` right after its
-N-th successful bind; N is drawn (seeded) below the gang size, so every kill lands while a gang is
-partly bound. Each round restarts the operator with a new N; at the end a clean operator runs.
-Throughout, a watcher checks that no pod is ever bound to two nodes; at the end, no gang is partly
-bound, every gang is whole, and no node is overcommitted. The time from each restart until no gang
-is partly bound is printed (and collected by `make chaos` into bench/results/chaos.json).
+Test-only switches make the operator `_exit` (SIGKILL-like, no cleanup) at three points:
+- `binds`: right after its N-th successful bind (N drawn, seeded, below the gang size), so the
+  kill lands while a gang is partly bound;
+- `record`: right after a gang's decision record lands, before any of its binds;
+- `rollback`: in a bare pod's rollback, between its delete and its create (the round before is
+  a `binds` round, and a foreign pod is put on a node the partial gang's record names, so the
+  record no longer fits and the restarted operator must roll that gang back).
+The rounds cycle through `binds, record, binds, rollback`. Throughout, a pod watch records every
+change. Checked: every gang always has all its pods (live, or journaled for recreation: a pod
+never recreated fails the run); a gang left partly bound whose capacity did not change is rolled
+*forward* (none of its pods deleted by the operator); at the end no gang is partly bound, as many
+as fit are whole, no node is overcommitted. The time from each restart until no gang is partly
+bound, and how many repairs went forward or back, are printed (and written by `make chaos` to
+bench/results/chaos.json).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -36,18 +45,17 @@ RESULTS = os.environ.get("PHALANX_CHAOS_RESULTS")
 
 
 class BindWatch:
-    """Every (pod uid → node) ever seen; a second, different node for one uid is a double bind.
+    """Every pod change in the namespace, from a watch (which sees every transition in order).
 
-    It also notes each moment a gang stops being partly bound (`healed_at`): from the watch, which
-    sees every transition in order, rather than by polling, which missed the moment when a
-    restarted operator rolled a gang back and bound it again within one poll.
+    It notes each moment no gang is partly bound any more (`healed_at`; polling missed a restarted
+    operator rolling a gang back and binding it again within one poll) and every pod deleted,
+    by gang (`deleted`).
     """
 
     def __init__(self, cluster: Cluster, ns: str) -> None:
         self.cluster, self.ns = cluster, ns
-        self.nodes: dict[str, str] = {}
-        self.double: list[str] = []
         self.healed_at: list[float] = []
+        self.deleted: dict[str, set[str]] = {}  # gang → uids of its pods deleted or deleting
         self._live: dict[str, tuple[str, bool]] = {}  # uid → (gang, bound), not being deleted
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -80,14 +88,12 @@ class BindWatch:
 
     def _record(self, kind: str, pod: Any) -> None:
         uid, node = pod.metadata.uid, pod.spec.node_name
-        if node:
-            seen = self.nodes.setdefault(uid, node)
-            if seen != node:
-                self.double.append(f"{pod.metadata.name}: {seen} then {node}")
         was_partial = self._partial()
         gang = (pod.metadata.labels or {}).get("phalanx.dev/pod-group")
         if kind == "DELETED" or pod.metadata.deletion_timestamp is not None or not gang:
             self._live.pop(uid, None)
+            if gang:
+                self.deleted.setdefault(gang, set()).add(uid)
         else:
             self._live[uid] = (gang, bool(node))
         if was_partial and not self._partial():
@@ -137,12 +143,55 @@ def ns(namespace: str, phalanx_api: Any, no_shared_operator: None) -> Iterator[s
     yield namespace
 
 
-def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
+def _pods_by_gang(cluster: Cluster, ns: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for p in cluster.core.list_namespaced_pod(ns).items:
+        group = (p.metadata.labels or {}).get("phalanx.dev/pod-group")
+        if group and p.metadata.deletion_timestamp is None:
+            out.setdefault(group, []).append(p)
+    return out
+
+
+def _journaled(custom: Any, ns: str, gang: str) -> set[str]:
+    """Names of the pods a gang's recreation journal still owes."""
+    obj = custom.get_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", gang)
+    journal = (obj.get("status") or {}).get("recreate") or {}
+    return {body["metadata"]["name"] for body in journal.values() if body}
+
+
+def _assert_nothing_lost(cluster: Cluster, custom: Any, ns: str, gangs: set[str]) -> None:
+    pods = _pods_by_gang(cluster, ns)
+    for gang in sorted(gangs):
+        names = {p.metadata.name for p in pods.get(gang, [])} | _journaled(custom, ns, gang)
+        missing = {f"{gang}-{i}" for i in range(PODS)} - names
+        assert not missing, f"gang {gang} lost pods {sorted(missing)}: neither live nor journaled"
+
+
+def _block_a_recorded_node(cluster: Cluster, custom: Any, ns: str, gang: str) -> str:
+    """Put a foreign 8-GPU pod on a node the gang's record names for a member not bound yet."""
+    obj = custom.get_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", gang)
+    recorded = ((obj.get("status") or {}).get("placement") or {}).get("pods") or {}
+    unbound = [p.metadata.uid for p in _pods_by_gang(cluster, ns)[gang] if not p.spec.node_name]
+    node = next(recorded[uid] for uid in sorted(unbound) if uid in recorded)
+    blocker = gang_pod("blocker", None, GPUS, scheduler="default-scheduler")
+    blocker["spec"]["nodeName"] = node
+    cluster.core.create_namespaced_pod(ns, blocker)
+    return node
+
+
+KINDS = ("binds", "record", "binds", "rollback")
+
+
+def test_killed_at_chosen_points_and_restarted_nothing_is_lost_and_gangs_heal(
     cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
 ) -> None:
     custom = phalanx_api
     rng = random.Random(SEED)
     heal_times: list[float] = []
+    submitted: set[str] = set()
+    ours: set[str] = set()  # uids the test itself deleted
+    blocked: set[str] = set()  # gangs whose recorded placement the test made not fit
+    ops: list[OperatorProcess] = []
 
     def submit(name: str) -> None:
         custom.create_namespaced_custom_object(
@@ -150,28 +199,43 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
         )
         for i in range(PODS):
             cluster.core.create_namespaced_pod(ns, gang_pod(f"{name}-{i}", name, GPUS))
+        submitted.add(name)
 
-    with BindWatch(cluster, ns) as binds:
+    with BindWatch(cluster, ns) as pods:
+        partial_of_last_round: list[str] = []
         for round_no in range(ROUNDS):
+            kind = KINDS[round_no % len(KINDS)]
+            with contextlib.suppress(ApiException):
+                cluster.core.delete_namespaced_pod("blocker", ns, grace_period_seconds=0)
             # Make room: keep only the partly bound gangs (for the restart to repair).
-            for group, n in bound_counts(cluster, ns).items():
-                if n in (0, PODS):
+            for group, members in _pods_by_gang(cluster, ns).items():
+                n = sum(1 for p in members if p.spec.node_name)
+                if n in (0, PODS) and not _journaled(custom, ns, group):
+                    ours.update(p.metadata.uid for p in members)
                     cluster.core.delete_collection_namespaced_pod(
                         ns, label_selector=f"phalanx.dev/pod-group={group}", grace_period_seconds=0
                     )
+                    submitted.discard(group)
             wait_for(
                 lambda: all(0 < n < PODS for n in bound_counts(cluster, ns).values()),
                 timeout=60,
                 what="whole and unbound gangs of earlier rounds to be deleted",
             )
+            env: dict[str, str]
+            if kind == "binds":
+                env = {"PHALANX_FAULT_DIE_AFTER_BINDS": str(rng.randint(1, PODS - 1))}
+            elif kind == "record":
+                env = {"PHALANX_FAULT_DIE_AFTER_RECORDS": "1"}
+            else:
+                assert partial_of_last_round, "a rollback round follows a round that left one"
+                victim = partial_of_last_round[0]
+                node = _block_a_recorded_node(cluster, custom, ns, victim)
+                blocked.add(victim)
+                print(f"round {round_no}: blocked {node}, recorded for {victim}")
+                env = {"PHALANX_FAULT_DIE_IN_ROLLBACK": "1"}
             submit(f"g{round_no}")
-            die_after = rng.randint(1, PODS - 1)
-            op = OperatorProcess(
-                cluster.kubeconfig,
-                tmp_path,
-                name=f"round{round_no}",
-                env={"PHALANX_FAULT_DIE_AFTER_BINDS": str(die_after)},
-            )
+            op = OperatorProcess(cluster.kubeconfig, tmp_path, name=f"round{round_no}", env=env)
+            ops.append(op)
             started = time.monotonic()
             op.start()
             while not op.exited():
@@ -180,15 +244,21 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
                     pytest.fail(f"round {round_no}: the operator never hit its fault\n{op.tail()}")
                 time.sleep(0.05)
             assert op.proc is not None and op.proc.returncode == 137, op.tail()
-            if (healed := binds.healed_since(started)) is not None:
+            if (healed := pods.healed_since(started)) is not None:
                 heal_times.append(healed)  # (a kill before the repair ended leaves none)
-            partial = partial_gangs(cluster, ns)
-            assert partial, (
-                f"round {round_no}: the kill after {die_after} binds left no partial gang"
+            _assert_nothing_lost(cluster, custom, ns, submitted)
+            partial_of_last_round = partial_gangs(cluster, ns)
+            print(
+                f"round {round_no} ({kind}, {env}): partly bound after the kill: "
+                f"{partial_of_last_round}"
             )
-            print(f"round {round_no}: died after {die_after} binds; partly bound: {partial}")
+            if kind == "binds":
+                assert partial_of_last_round, f"round {round_no}: the kill left no partial gang"
 
+        with contextlib.suppress(ApiException):
+            cluster.core.delete_namespaced_pod("blocker", ns, grace_period_seconds=0)
         final = OperatorProcess(cluster.kubeconfig, tmp_path, name="final")
+        ops.append(final)
         started = time.monotonic()
         final.start()
         try:
@@ -198,11 +268,16 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
                 what="no gang to be partly bound after the final restart",
             )
             wait_for(
-                lambda: binds.healed_since(started) is not None,
+                lambda: pods.healed_since(started) is not None,
                 timeout=30,
                 what="the pod watch to have seen the last partly bound gang end",
             )
-            heal_times.append(binds.healed_since(started) or 0.0)
+            heal_times.append(pods.healed_since(started) or 0.0)
+            wait_for(
+                lambda: not any(_journaled(custom, ns, g) for g in submitted),
+                timeout=60,
+                what="every recreation journal to be finished",
+            )
             # Two 64-GPU gangs fit the cluster: those bind whole, any other waits unbound.
             counts = wait_for(
                 lambda: (
@@ -214,18 +289,33 @@ def test_killed_mid_gang_and_restarted_no_gang_stays_partly_bound(
                 what="as many gangs as fit (two) to be bound whole",
             )
             assert all(n in (0, PODS) for n in counts.values()), counts
+            _assert_nothing_lost(cluster, custom, ns, submitted)
             assert_no_overcommit(cluster)
         finally:
             final.stop()
-    assert not binds.double, f"pods bound twice: {binds.double}"
+    # Capacity unchanged → rolled forward: no pod of an unblocked gang was ever deleted by the
+    # operator.
+    for gang, uids in sorted(pods.deleted.items()):
+        if gang not in blocked:
+            assert not (uids - ours), f"gang {gang} lost pods to a rollback: {uids - ours}"
+    logs = "".join(o.log_since(0) for o in ops)
+    forward = logs.count("rolled forward from its decision record")
+    back = logs.count("rolled back gang")
     print(f"restart → no partial gang, seconds: {[round(t, 2) for t in heal_times]}")
+    print(f"repairs: {forward} rolled forward, {back} rolled back (blocked: {sorted(blocked)})")
+    assert forward >= 1, "no kill was repaired by rolling forward"
     if RESULTS:
+        ordered = sorted(heal_times)
         Path(RESULTS).write_text(
             json.dumps(
                 {
                     "rounds": ROUNDS,
                     "seed": SEED,
+                    "kinds": [KINDS[i % len(KINDS)] for i in range(ROUNDS)],
+                    "rolled_forward": forward,
+                    "rolled_back": back,
                     "restart_to_no_partial_s": [round(t, 3) for t in heal_times],
+                    "restart_to_no_partial_s_median": round(ordered[len(ordered) // 2], 3),
                     "restart_to_no_partial_s_max": round(max(heal_times), 3),
                 },
                 indent=1,

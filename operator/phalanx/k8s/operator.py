@@ -319,6 +319,9 @@ async def run_operator(
     faults = FaultInjection()
     if os.environ.get("PHALANX_FAULT_DIE_AFTER_BINDS"):
         faults.die_after_binds = int(os.environ["PHALANX_FAULT_DIE_AFTER_BINDS"])
+    if os.environ.get("PHALANX_FAULT_DIE_AFTER_RECORDS"):
+        faults.die_after_records = int(os.environ["PHALANX_FAULT_DIE_AFTER_RECORDS"])
+    faults.die_in_rollback = os.environ.get("PHALANX_FAULT_DIE_IN_ROLLBACK") == "1"
     if os.environ.get("PHALANX_FAULT_BIND_DELAY_S"):
         faults.bind_delay_s = float(os.environ["PHALANX_FAULT_BIND_DELAY_S"])
     source = IndexSource()

@@ -300,7 +300,7 @@ def test_killed_at_chosen_points_and_restarted_nothing_is_lost_and_gangs_heal(
             assert not (uids - ours), f"gang {gang} lost pods to a rollback: {uids - ours}"
     logs = "".join(o.log_since(0) for o in ops)
     forward = logs.count("rolled forward from its decision record")
-    back = logs.count("rolled back gang")
+    back = logs.count("rolling back gang")
     print(f"restart → no partial gang, seconds: {[round(t, 2) for t in heal_times]}")
     print(f"repairs: {forward} rolled forward, {back} rolled back (blocked: {sorted(blocked)})")
     assert forward >= 1, "no kill was repaired by rolling forward"

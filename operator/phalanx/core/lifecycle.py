@@ -336,12 +336,12 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
     ran = recorded in (Phase.RUNNING, Phase.DEGRADED)
     limit, started = facts.time_limit, facts.scheduled_at
     ran_for = now - started if started is not None else 0.0
-    if n.live and limit is not None and ran_for > limit and (whole or ran):
+    if n.live and limit is not None and ran_for >= limit and (whole or ran):
         return LifecycleDecision(
             Phase.DEGRADED if ran and not whole else Phase.RUNNING,
             Action.EVICT,
             EvictionReason.TIME_LIMIT_EXCEEDED,
-            f"ran {format_duration(ran_for)}, over its time limit of {format_duration(limit)}",
+            f"ran {format_duration(ran_for)}: its time limit of {format_duration(limit)} is up",
             evicting=True,
             need=need,
             member_failures=failures,

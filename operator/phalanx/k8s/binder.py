@@ -370,6 +370,7 @@ class Binder:
         3. the deletes, then the creates (`finish_recreations`, which a restarted operator runs
            from the journal too), each entry cleared once its pod exists again."""
         now = self.clock()
+        log.warning("rolling back gang %s: %s", gang.key, why)
         bound = gang.bound(self.assumed)
         bare = [p for p in bound if not p.controlled]
         journal: dict[str, Any] = {}
@@ -399,7 +400,6 @@ class Binder:
             self.assumed.pop(pod.key, None)
         if gang.group and journal:
             await self.finish_recreations(gang, journal, {p.name: p.uid for p in gang.pods})
-        log.warning("rolled back gang %s: %s", gang.key, why)
 
     async def finish_recreations(
         self, gang: Gang, journal: Mapping[str, Any], live: Mapping[str, str]

@@ -14,9 +14,12 @@ a bounded rate, so that a bind burst is not slowed by bookkeeping:
   flight for `status_quiet_s`, or when the oldest has waited `status_refresh_busy_s`, or just
   before any other write of the same gang. A crash loses only these reports: the next leader
   sees the gang bound whole and writes `Running` from its own view.
-- What was written is kept (`written`, by PodGroup uid) and laid over the watched status: the
-  lifecycle reads a gang's recorded phase and `Evicted` mark through it, since the watch may not
-  have shown the write yet. It is a cache of the cluster, pruned when the object goes.
+- What was written is kept (`written`, by PodGroup uid: the whole status as it is once our
+  patches landed, each applied as the API server applies a merge patch) and read instead of the
+  watched status until the watch shows the same (or `OVERLAY_S` has passed): the lifecycle reads
+  a gang's recorded phase, its `Evicted` mark and its recreation journal through it, since the
+  watch may not have shown the write yet. It is a cache of the cluster, pruned when the object
+  goes.
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ from phalanx.core import GPU, CycleResult, Reason
 from phalanx.core.lifecycle import Action, FailReason, Phase
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.records import GroupRec
 from phalanx.k8s.status import (
     condition,
     diff,
     merge_conditions,
+    merge_patch,
     pending_status,
     queue_status_body,
     rfc3339,
@@ -65,6 +70,9 @@ DRIFTING_FIELDS = frozenset(
     }
 )
 """Status fields whose change alone is refreshed at a bounded rate (see `_status_change`)."""
+OVERLAY_S = 60.0
+"""The longest what we wrote is believed over a watch that shows otherwise (a watch is seconds
+behind at worst; a status edited by hand after that is then what counts)."""
 ANNOUNCED = {Phase.SUCCEEDED: "Normal", Phase.FAILED: "Warning", Phase.DEGRADED: "Warning"}
 """Phases whose arrival is also an Event on the PodGroup."""
 
@@ -105,7 +113,11 @@ class Reporter:
         self.busy = busy
         """Whether gangs are binding (drifting figures then wait longer; see the module)."""
         self.written: dict[str, dict[str, Any]] = {}
-        """PodGroup uid → status fields this operator wrote; `queue:<name>` for Queues."""
+        """PodGroup uid → its whole status as our writes left it (see the module docstring)."""
+        self.written_at: dict[str, float] = {}
+        self.watched: dict[str, Mapping[str, Any]] = {}
+        """PodGroup uid → its status as the watch last showed it."""
+        self.queues_written: dict[str, dict[str, Any]] = {}
         self.refreshed: dict[str, float] = {}
         self.reported: dict[str, tuple[str, str]] = {}
         self.deferred: dict[str, Deferred] = {}
@@ -130,20 +142,48 @@ class Reporter:
     # -- the overlay the lifecycle reads ------------------------------------------------------
 
     def overlay(self) -> dict[str, Mapping[str, Any]]:
-        """Per PodGroup uid, the status fields written or deferred since the watch showed them:
-        a deferred `Running` counts, so a member failing in a burst is a member failure of a
-        running gang, not a partly bound one."""
+        """Per PodGroup uid, its status as our writes left it, where the watch has not shown it
+        yet; a deferred `Running` counts, so a member failing in a burst is a member failure of
+        a running gang, not a partly bound one."""
         out: dict[str, Mapping[str, Any]] = dict(self.written)
         for uid, d in self.deferred.items():
-            out[uid] = {**self.written.get(uid, {}), **d.status}
+            out[uid] = merge_patch(self._base(uid, d.gang), d.status)
         return out
+
+    def _base(self, uid: str, gang: Gang) -> Mapping[str, Any]:
+        """The status a patch of this gang lands on, as best known now."""
+        known = self.written.get(uid)
+        if known is not None:
+            return known
+        return self.watched.get(uid, gang.status)
+
+    def caught_up(self, groups: Collection[GroupRec]) -> None:
+        """Read the watched statuses; stop believing our own over the ones that show it."""
+        now = time.monotonic()
+        for rec in groups:
+            self.watched[rec.uid] = rec.status
+            mine = self.written.get(rec.uid)
+            if mine is None:
+                continue
+            if dict(rec.status) == mine or now - self.written_at.get(rec.uid, now) > OVERLAY_S:
+                del self.written[rec.uid]
+                self.written_at.pop(rec.uid, None)
 
     def prune(self, live_groups: Collection[str], live_pods: Collection[str]) -> None:
         """Forget gangs and pods that are gone (the maps must not grow forever)."""
         keep = set(live_groups)
-        for table in (self.written, self.refreshed, self.reported):
+        for table in (
+            self.written,
+            self.written_at,
+            self.watched,
+            self.refreshed,
+            self.reported,
+        ):
             for key in list(table):
-                if key not in keep and not key.startswith("queue:"):
+                if key.startswith("orphan:"):
+                    if key.removeprefix("orphan:") not in live_pods:
+                        del table[key]
+                elif key not in keep:
                     del table[key]
         for key in list(self.pod_written):
             if key not in live_pods:
@@ -175,7 +215,8 @@ class Reporter:
             if exc.status != 404:
                 log.warning("status of %s: %s", gang.key, exc)
             return
-        self.written.setdefault(gang.uid, {}).update(body)
+        self.written[gang.uid] = merge_patch(self._base(gang.uid, gang), body)
+        self.written_at[gang.uid] = time.monotonic()
         # Drifting figures are refreshed status_refresh_s after the gang's last write of any
         # kind (a bind's own writes included), not after its last refresh.
         self.refreshed[gang.uid] = time.monotonic()
@@ -425,7 +466,7 @@ class Reporter:
                 self.metrics.queue_allocated.labels(queue=name, resource=res).set(v)
             self.metrics.queue_pending.labels(queue=name).set(qs.pending_gangs)
             desired = queue_status_body(qs, usage.get(name, 0.0), now)
-            previous = self.written.get(f"queue:{name}", {})
+            previous = self.queues_written.get(name, {})
             if not persist_usage and previous:
                 desired["usage"] = previous.get("usage")
                 desired["usageUpdatedAt"] = previous.get("usageUpdatedAt")
@@ -441,7 +482,7 @@ class Reporter:
             except ApiError as exc:
                 log.warning("status of queue %s: %s", name, exc)
                 continue
-            self.written[f"queue:{name}"] = {**previous, **patch}
+            self.queues_written[name] = {**previous, **patch}
         total = sum(n.allocatable.get(GPU, 0) for n in view.snapshot.nodes)
         allocated = sum(qs.allocated.get(GPU, 0) for qs in result.queues.values())
         self.metrics.gpus.labels(state="allocated").set(allocated)

@@ -217,6 +217,7 @@ class Scheduler:
         # 1. records, assumptions
         records = self.source.records()
         self.binder.forget_caught_up(records.pods, now)
+        self.reporter.caught_up(records.groups)
         # 2. the view (lifecycle verdicts, snapshot) and usage
         busy = self.busy_gangs()
         view = await asyncio.to_thread(self._view, records, now, busy)

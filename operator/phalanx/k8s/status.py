@@ -131,6 +131,22 @@ def running_status(
     return {"phase": str(phase), **pod_counts(gang, assumed)}
 
 
+def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`target` with a JSON merge patch (RFC 7386) applied, as the API server applies ours: maps
+    merge key by key, null removes, anything else (lists included) replaces."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_patch(out[key], value)
+        elif isinstance(value, Mapping):
+            out[key] = merge_patch({}, value)
+        else:
+            out[key] = value
+    return out
+
+
 def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
     """The merge patch that turns `current` into `desired` on the fields `desired` names."""
     patch: dict[str, Any] = {}

@@ -246,7 +246,7 @@ def build_view(
         queue_name = gang.group.queue if gang.group else "default"
         queue = queue_by_name.get(queue_name)
         if gang.group is not None:
-            gang.status = {**gang.group.status, **written.get(gang.group.uid, {})}
+            gang.status = written.get(gang.group.uid, gang.group.status)
         limit = _time_limit(gang, queue)
         states = [_member_state(p, assumed, node_by_name, now, lifecycle) for p in gang.pods]
         states += [

@@ -52,6 +52,16 @@ from phalanx.core import (
     schedule,
 )
 from phalanx.core.fairshare import ShareInput, water_fill
+from phalanx.core.lifecycle import (
+    Action,
+    EvictedMark,
+    GangFacts,
+    LifecyclePolicy,
+    MemberState,
+    Phase,
+    decide,
+)
+from phalanx.core.reasons import EvictionReason
 from phalanx.sim.metrics import CompletedJob
 from phalanx.sim.nodes import Cluster, core_quantity
 from phalanx.sim.podsched import RENDEZVOUS_TIMEOUT_S, PodPlacer, backoff_s
@@ -68,7 +78,7 @@ job that can never be whole cannot keep the replay going forever."""
 FOLLOW_UPS = 3
 """Extra cycles at one instant after cycles that evicted (bounds a pathological loop)."""
 
-_END, _ARRIVE, _TIMER, _REQUEUE = 0, 1, 2, 3
+_END, _ARRIVE, _TIMER, _REQUEUE, _FAIL, _LIMIT, _WAKE = 0, 1, 2, 3, 4, 5, 6
 """Event kinds; at one instant, capacity is released before arrivals are queued."""
 
 _UNLIMITED = 1 << 62
@@ -94,6 +104,9 @@ class SimJob:
     epoch: int = 0
     restarts: int = 0
     leaves: int | None = None
+    member_failures: int = 0
+    evicted: EvictedMark | None = None
+    """The last eviction of this job's gang (what its lifecycle backs off from)."""
 
     @property
     def gpus(self) -> int:
@@ -129,6 +142,8 @@ class SimResult:
     restarts: int
     rendezvous_timeouts: int
     wall_s: float
+    member_failures: int = 0
+    """Members that failed (`--member-failure-rate`), each evicting its gang (MemberFailed)."""
 
 
 def core_queues(specs: Sequence[QueueSpec]) -> list[Queue]:
@@ -189,7 +204,15 @@ class Replay:
         seed: int = 0,
         cycle_interval_s: float = 0.0,
         progress: Progress | None = None,
+        member_failure_rate: float = 0.0,
     ) -> None:
+        if not 0.0 <= member_failure_rate < 1.0:
+            raise ValueError(f"member failure rate must be in [0, 1), got {member_failure_rate}")
+        self.member_failure_rate = member_failure_rate
+        # A stream of its own, so replays with no failures draw exactly what they always drew.
+        self.fail_rng = random.Random(seed ^ 0x5EED)
+        self.lifecycle = LifecyclePolicy()
+        self.member_failures = 0
         self.cluster = cluster
         self.policy = policy
         self.seed = seed
@@ -306,6 +329,50 @@ class Replay:
         elif kind == _REQUEUE:
             assert self.placer is not None
             self.placer.add(index, self._pod_triples(sim), t_s)
+        elif kind in (_FAIL, _LIMIT) and tag == sim.epoch and sim.running is not None:
+            self._check_running(sim, t_s, failed_pods=1 if kind == _FAIL else 0)
+        # _WAKE only makes sure a cycle runs (a backoff ended).
+
+    def _check_running(self, sim: SimJob, t_s: float, failed_pods: int) -> None:
+        """Ask the core lifecycle about a running gang — a member just failed, or its time
+        limit is up — and carry its verdict out, as the operator does."""
+        assert sim.running is not None and sim.start_s is not None
+        pods = len(sim.running.members)
+        states = [MemberState.FAILED] * failed_pods + [MemberState.RUNNING] * (pods - failed_pods)
+        facts = GangFacts(
+            id=sim.gang.id,
+            min_member=sim.gang.min_member,
+            members=tuple(states),
+            created=sim.job.submit_s,
+            recorded_phase=Phase.RUNNING,
+            scheduled_at=sim.start_s,
+            member_failures=sim.member_failures,
+            time_limit=sim.running.time_limit,
+        )
+        d = decide(facts, self.lifecycle, t_s)
+        if d.action is not Action.EVICT:
+            return
+        if d.reason == EvictionReason.MEMBER_FAILED:
+            sim.member_failures = d.member_failures
+            self.member_failures += failed_pods
+        sim.evicted = EvictedMark(d.reason, t_s)
+        self._evict(sim, d.reason, t_s)
+        after = decide(
+            GangFacts(
+                id=sim.gang.id,
+                min_member=sim.gang.min_member,
+                members=(MemberState.PENDING,) * pods,
+                created=sim.job.submit_s,
+                recorded_phase=Phase.PENDING,
+                evicted=sim.evicted,
+                member_failures=sim.member_failures,
+            ),
+            self.lifecycle,
+            t_s,
+        )
+        if after.not_before is not None:
+            sim.gang = replace(sim.gang, not_before=after.not_before)
+            self._push(after.not_before, _WAKE, sim.index)
 
     def _pod_triples(self, sim: SimJob) -> list[tuple[int, int, int]]:
         return [(r.get(GPU, 0), r.get(CPU, 0), r.get(MEMORY, 0)) for r in sim.requests]
@@ -334,7 +401,22 @@ class Replay:
         sim.leaves = self.cluster.leaves_spanned(sorted(set(nodes.values())))
         self.running[sim.gang.id] = sim
         self._charge(sim, members, +1)
-        self._push(t_s + sim.job.duration_s, _END, sim.index, sim.epoch)
+        if sim.gang.not_before is not None:
+            sim.gang = replace(sim.gang, not_before=None)
+        duration = sim.job.duration_s
+        self._push(t_s + duration, _END, sim.index, sim.epoch)
+        limit = sim.running.time_limit
+        if limit is not None and limit < duration:
+            self._push(t_s + limit, _LIMIT, sim.index, sim.epoch)
+        if self.member_failure_rate > 0 and self.placer is None:
+            # Each member fails during this run with the given probability, at a uniform time
+            # in it; the first failure is the one the lifecycle sees.
+            rng, rate = self.fail_rng, self.member_failure_rate
+            draws = [rng.random() for _ in members]
+            times = [rng.random() * duration for _ in members]
+            first = min((t for d, t in zip(draws, times, strict=True) if d < rate), default=None)
+            if first is not None:
+                self._push(t_s + first, _FAIL, sim.index, sim.epoch)
 
     def _charge(self, sim: SimJob, members: tuple[RunningMember, ...], sign: int) -> None:
         self.used_gpus += sign * sim.gpus
@@ -541,6 +623,7 @@ class Replay:
             lost_gpu_hours=self.lost_gpu_s / 3600,
             restarts=self.restarts,
             rendezvous_timeouts=self.timeouts,
+            member_failures=self.member_failures,
             wall_s=time.perf_counter() - began,
         )
 
@@ -559,6 +642,7 @@ def simulate(
     seed: int = 0,
     cycle_interval_s: float = 0.0,
     progress: Progress | None = None,
+    member_failure_rate: float = 0.0,
 ) -> SimResult:
     """Replay `jobs` on `cluster` with `queues` under `policy` (see the module docstring)."""
     replay = Replay(
@@ -569,5 +653,6 @@ def simulate(
         seed=seed,
         cycle_interval_s=cycle_interval_s,
         progress=progress,
+        member_failure_rate=member_failure_rate,
     )
     return replay.run()

@@ -256,3 +256,27 @@ def test_a_journal_left_by_a_dead_operator_is_finished_and_is_idempotent() -> No
     assert api.calls.count(("create", "a")) == 1
     assert ("create", "b") not in api.calls and ("delete", "b") not in api.calls
     assert api.statuses[-1]["recreate"] == {"uid-a": None, "uid-old-b": None}
+
+
+def test_what_was_written_is_read_as_the_api_server_applies_merge_patches() -> None:
+    """Two journal entries, one cleared: the other is still owed (a shallow update of the
+    overlay lost it, and the journal was replayed for ever); once the watch shows the same
+    status, the overlay goes."""
+    from phalanx.k8s.records import group_record
+    from phalanx.k8s.status import merge_patch
+    from phalanx.k8s.view import Gang
+
+    assert merge_patch({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"x": None}, "b": None}) == {
+        "a": {"y": 2}
+    }
+    api = FakeApi()
+    sched = scheduler(api, [], [])
+    body = {**group("g", 1), "status": {"recreate": {"u1": {"n": 1}, "u2": {"n": 2}}}}
+    rec = group_record(body)
+    gang = Gang("ns/g", rec, status=rec.status)
+    sched.reporter.caught_up([rec])
+    asyncio.run(sched.reporter.send_group_patch(gang, {"recreate": {"u1": None}}))
+    assert sched.reporter.overlay()["g-g"]["recreate"] == {"u2": {"n": 2}}
+    shown = group_record({**body, "status": sched.reporter.written["g-g"]})
+    sched.reporter.caught_up([shown])
+    assert "g-g" not in sched.reporter.overlay(), "the watch caught up: its status counts again"

@@ -294,6 +294,23 @@ def _jobset_mutating_live(api: Any, namespace: str) -> bool:
     return "startupPolicy" in made.get("spec", {})
 
 
+def _served(api_client: Any, crd: dict[str, Any]) -> bool:
+    """Whether the API server lists objects of this CRD's storage version yet."""
+    from kubernetes import client
+
+    spec = crd.get("spec") or {}
+    version = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), None)
+    if version is None:
+        return False
+    try:
+        client.CustomObjectsApi(api_client).list_cluster_custom_object(
+            spec["group"], version, spec["names"]["plural"], limit=1
+        )
+    except client.ApiException:
+        return False
+    return True
+
+
 def _lws_mutating_live(api: Any, namespace: str) -> bool:
     """LWS's pod webhook refuses a pod of a LeaderWorkerSet without its size annotation."""
     from kubernetes import client
@@ -404,12 +421,18 @@ class WorkloadControllers:
         )
         for name in names:
             while True:
-                status = crds.get(name=name).to_dict().get("status") or {}
+                crd = crds.get(name=name).to_dict()
+                status = crd.get("status") or {}
                 conditions = status.get("conditions") or []
-                if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                established = any(
+                    c["type"] == "Established" and c["status"] == "True" for c in conditions
+                )
+                # Established is not yet served: the API server can answer 503 "kind not found"
+                # for a moment after it. A list that succeeds is the proof.
+                if established and _served(dynamic.client, crd):
                     break
                 if time.monotonic() > deadline:
-                    raise DevClusterError(f"the CRD {name} was not Established in time")
+                    raise DevClusterError(f"the CRD {name} was not Established and served in time")
                 time.sleep(0.2)
 
     def _launch(

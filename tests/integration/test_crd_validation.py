@@ -4,6 +4,11 @@ Run through the built `kubectl`, the way users meet these errors: `kubectl apply
 examples accepted (server-side dry run, so their pods don't take capacity from other tests), and
 each invalid PodGroup or Queue refused with its own message. `kubectl apply` validates fields
 strictly by default, so an unknown field is an error, not a silently dropped key.
+
+The bounds (issue 17: one object must not be able to stall the scheduler) and the transition rules
+of a PodGroup's spec (what may change once it exists) are the API server's own refusals too: each
+refused change asserts the message and that the stored spec did not move; each allowed one, that
+the stored spec is the new one.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim
+.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane workload-controllers sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ venv: $(STAMP)
 ## Build the control-plane binaries into ~/.cache/phalanx (a no-op when they are there).
 control-plane: $(STAMP)
 	$(BIN)/phalanx dev-cluster build
+
+## Build the JobSet and LWS controllers the integration tier runs (a no-op when they are there).
+workload-controllers: $(STAMP)
+	$(BIN)/python -m phalanx.devcluster.controllers
 
 ## The main job: the local cluster with fake GPU nodes, and what it holds.
 demo: control-plane
@@ -50,7 +54,7 @@ test-core-compiled: $(STAMP)
 		$(BIN)/pytest -q tests/compiled tests/unit/core tests/unit/sim tests/unit/k8s tests/unit/views \
 		--deselect tests/unit/core/test_core_caches.py::test_forever_bound_only_skips_attempts_that_would_fail
 
-test-integration: control-plane
+test-integration: control-plane workload-controllers
 	$(BIN)/pytest tests/integration -m integration
 
 ## All the tests: lint, unit tier, integration tier on the real local control plane.

@@ -225,6 +225,14 @@ def run(
             "MemberFailed again and again.",
         ),
     ] = 600.0,
+    phantom_grace_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("phantom-grace-seconds"),
+            help="Seconds a PodGroup with minResources and no pods keeps its reservation once "
+            "it comes due (then it waits WaitingForPods without one).",
+        ),
+    ] = 600.0,
     kubeconfig: Annotated[
         str | None,
         typer.Option(
@@ -276,6 +284,7 @@ def run(
         retry_period_s=retry_period,
         node_lost_seconds=node_lost_seconds,
         member_failure_backoff_max_seconds=member_failure_backoff_max_seconds,
+        phantom_grace_seconds=phantom_grace_seconds,
     )
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

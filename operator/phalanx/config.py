@@ -62,6 +62,9 @@ class OperatorConfig(BaseModel):
     member_failure_backoff_max_seconds: float = Field(default=600.0, ge=0, le=86_400)
     """The longest a gang evicted for `MemberFailed` again and again waits before it is placed
     again (the wait doubles from 10 s with each such eviction)."""
+    phantom_grace_seconds: float = Field(default=600.0, ge=0, le=7 * 86_400)
+    """How long a PodGroup with `minResources` and no pods keeps its reservation (and its share
+    of its queue's demand) once the reservation comes due."""
     pod_condition_refresh_s: float = Field(default=60.0, ge=0, le=3600)
     """Least interval between rewrites of a pending pod's `PodScheduled` message when only its
     numbers drift (a reason that turns is written at the next cycle)."""
@@ -121,6 +124,7 @@ class OperatorConfig(BaseModel):
             reclaim=self.reclaim,
             preemption=self.preemption,
             usage_half_life=self.usage_half_life_s,
+            phantom_grace=self.phantom_grace_seconds,
         )
 
     def to_lifecycle(self) -> LifecyclePolicy:

@@ -22,6 +22,7 @@ from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster.shapes import load_shape
 from tests.integration.operator_fixture import OperatorProcess, apply_crds, exists
 from tests.integration.waiting import wait_for
+from tests.integration.workload_controllers import workload_controllers  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration
 

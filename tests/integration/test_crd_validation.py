@@ -171,12 +171,19 @@ def crds_applied(cluster: Cluster) -> Cluster:
     return cluster
 
 
-def test_the_examples_are_accepted(crds_applied: Cluster) -> None:
+def test_the_examples_are_accepted(crds_applied: Cluster, workload_controllers: object) -> None:
+    """The JobSet and LWS examples too, by the real controllers' CRDs and webhooks."""
     done = _kubectl(
         crds_applied, "apply", "--dry-run=server", "-f", str(REPO / "deploy" / "examples")
     )
     assert done.returncode == 0, f"the examples were refused:\n{done.stderr}"
-    for kind in ("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/"):
+    for kind in (
+        *("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/"),
+        *(
+            "jobset.jobset.x-k8s.io/multislice",
+            "leaderworkerset.leaderworkerset.x-k8s.io/inference",
+        ),
+    ):
         assert kind in done.stdout, f"{kind} missing from:\n{done.stdout}"
 
 

@@ -231,6 +231,13 @@ def test_helm_install_is_accepted_and_uninstall_leaves_only_the_crds(
             "phalanx.dev", "v1alpha1", "queues", queue
         ),
     }
+    for plural in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings"):
+        for policy in (f"{name}-workload-queue", f"{name}-pod-scheduler"):
+            reads[f"{plural}/{policy}"] = lambda plural=plural, policy=policy: (
+                custom.get_cluster_custom_object(
+                    "admissionregistration.k8s.io", "v1", plural, policy
+                )
+            )
     missing = [kind for kind, read in reads.items() if not exists(read)]
     assert not missing, f"helm install did not create {missing}"
     deploy = apps.read_namespaced_deployment(name, ns)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from phalanx.core import preemption, reclaim
@@ -98,7 +98,7 @@ def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
     """Fill in demand, fair-share factor and deserved share of every queue."""
     fair_pos = prep.fair_pos
     for w in prep.works:
-        if not w.waiting_for_pods or w.gang.min_resources is not None:
+        if not w.waiting_for_pods or w.phantom:
             w.queue.demand += w.fair
     valid = [q for q in prep.queues.values() if not q.invalid]
     total_usage = sum(max(0.0, q.queue.usage) for q in valid)
@@ -398,17 +398,33 @@ class Walk:
         if w.waiting_for_pods:
             eta: float | None = None
             ending = 0
-            if w.gang.min_resources is not None and w.shapes and self._may_plan(w):
-                plan = self.plan(w)
-                if plan is not None:
-                    eta, ending = plan.start, plan.ending
+            if w.phantom and w.shapes and self._may_plan(w):
+                # Its reservation, as any waiting gang's: now if the stand-ins fit now (it is
+                # due: the grace starts), else the earliest start of the plan.
+                now_fit = self.try_now(w, end) if w.gpus <= self.prep.capacity_gpu else None
+                if now_fit is not None and now_fit.assignment is not None:
+                    self.c.depth_used += 1
+                    self.hold(w, now_fit.assignment, now)
+                    eta = now
+                else:
+                    plan = self.plan(w)
+                    if plan is not None:
+                        eta, ending = plan.start, plan.ending
+                        if plan.outcome.assignment is not None:
+                            self.hold(w, plan.outcome.assignment, plan.start)
             have = len(w.gang.members)
-            c.reasons[gid] = self.decision(
-                w,
-                Reason.WAITING_FOR_PODS,
-                f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending),
-                eta=eta,
-            )
+            message = f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending)
+            due = w.gang.due_since
+            if w.gang.min_resources is not None and not w.phantom and due is not None:
+                message += (
+                    f"; its reservation came due {format_duration(now - due)} ago without its "
+                    f"pods, so it holds none (grace {format_duration(self.policy.phantom_grace)}) "
+                    "until they exist"
+                )
+            decision = self.decision(w, Reason.WAITING_FOR_PODS, message, eta=eta)
+            if w.phantom and eta is not None and eta <= now:
+                decision = replace(decision, due_without_pods=True)
+            c.reasons[gid] = decision
             return
         not_before = w.gang.not_before
         if not_before is not None and not_before > now:
@@ -839,6 +855,7 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             fair_share=q.fair_share,
             guarantee_scaled=scaled,
             message=message,
+            invalid=bool(q.invalid),
         )
     return CycleResult(
         bindings=bindings,

@@ -111,7 +111,8 @@ class RunningGang:
 
     `time_limit` (seconds from `start_time`) is what backfill plans with; `None` means it may run
     forever, so its capacity never shows up in any reservation. `protected` is set by the adapter
-    when a PodDisruptionBudget forbids evicting it: reclaim and preemption skip it. `evicting` marks
+    when a PodDisruptionBudget forbids evicting it now: reclaim and preemption take it only when
+    no unprotected victims would do (a budget orders victims, never vetoes them). `evicting` marks
     a gang whose eviction was decided earlier and whose pods are terminating: its capacity is
     counted as used now and free from `now` on in plans, it is not charged to its queue, and it is
     never chosen as a victim again (so a waiting reclaimer does not evict twice).
@@ -158,6 +159,15 @@ class PendingGang:
     min_resources: ResourceList | None = None
     not_before: float | None = None
     """Not placed before this time (a `MemberFailed` backoff); it keeps its queue position."""
+    priority_class: str | None = None
+    """The PriorityClass its priority comes from (the PodGroup's, else its pods'), checked
+    against its queue's `priority_classes`."""
+    invalid: str = ""
+    """A problem the adapter found reading it (a malformed quantity, a bad field): the gang
+    waits `Invalid` with this message, naming the field and the value."""
+    due_since: float | None = None
+    """When its reservation first came due while its pods did not exist (`minResources` only):
+    it keeps the reservation `Policy.phantom_grace` seconds from then, no longer."""
 
     @property
     def ns(self) -> str:
@@ -182,6 +192,14 @@ class Queue:
     usage: float = 0.0
     default_time_limit: float | None = None
     max_time_limit: float | None = None
+    priority_classes: tuple[str, ...] | None = None
+    """PriorityClass names its gangs may use; None: any class below the system classes."""
+    invalid: str = ""
+    """A problem the adapter found reading its spec (field and value): the queue is not used."""
+
+
+SYSTEM_PRIORITY = 1_000_000_000
+"""PriorityClass values from here up are Kubernetes' system classes (`system-node-critical`…)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +250,9 @@ class Policy:
     age_weight: float = 1.0
     size_weight: float = 0.0
     usage_half_life: float = SEVEN_DAYS
+    phantom_grace: float = 600.0
+    """Seconds a gang with `minResources` and no pods keeps its reservation (and its share of its
+    queue's demand) after the reservation came due (`--phantom-grace-seconds`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,6 +328,9 @@ class GangDecision:
     queue_position: int | None = None
     estimated_start: float | None = None
     placement: Placement | None = None
+    due_without_pods: bool = False
+    """Its reservation is due now but its pods do not exist (`minResources` only): the adapter
+    records since when (`status.phantomDueAt`), which starts `Policy.phantom_grace`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +350,8 @@ class QueueStatus:
     fair_share: float
     guarantee_scaled: bool = False
     message: str = ""
+    invalid: bool = False
+    """Its spec cannot be used (`message` says which field and value): its gangs wait `Invalid`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,9 @@ its own queue, whole, if that lets it start now.
 
 It stays inside the queue so that priority classes never become a way around fair share between
 teams (that is what reclaim and its guards are for). Victims: strictly lower priority, not
-PDB-protected, not already being evicted; lowest priority first, then least run time lost.
+already being evicted; lowest priority first, then (at one priority) those no PodDisruptionBudget
+protects, then least run time lost. A budget orders victims; it never vetoes a needed
+preemption.
 """
 
 from __future__ import annotations
@@ -19,9 +21,16 @@ def preemption_candidates(work: GangWork, running: list[RunState], now: float) -
         for r in running
         if r.gang.queue == work.queue.name
         and r.gang.priority < prio
-        and not (r.evicted or r.gang.evicting or r.gang.protected)
+        and not (r.evicted or r.gang.evicting)
     ]
-    out.sort(key=lambda r: (r.gang.priority, max(0.0, now - r.gang.start_time), r.gang.id))
+    out.sort(
+        key=lambda r: (
+            r.gang.priority,
+            r.gang.protected,
+            max(0.0, now - r.gang.start_time),
+            r.gang.id,
+        )
+    )
     return out
 
 
@@ -33,10 +42,17 @@ def preemption_order(running: list[RunState], now: float) -> dict[str, list[RunS
     filtering and sorting every running gang for each gang that asks."""
     out: dict[str, list[RunState]] = {}
     for r in running:
-        if not (r.gang.evicting or r.gang.protected):
+        if not r.gang.evicting:
             out.setdefault(r.gang.queue, []).append(r)
     for items in out.values():
-        items.sort(key=lambda r: (r.gang.priority, max(0.0, now - r.gang.start_time), r.gang.id))
+        items.sort(
+            key=lambda r: (
+                r.gang.priority,
+                r.gang.protected,
+                max(0.0, now - r.gang.start_time),
+                r.gang.id,
+            )
+        )
     return out
 
 

@@ -10,12 +10,22 @@ simply not usable for what it lacks. Nothing here raises on odd values.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fit import Signature, node_accepts, signature
-from phalanx.core.model import GangDecision, Member, Node, PendingGang, Policy, Queue, Snapshot
+from phalanx.core.model import (
+    SYSTEM_PRIORITY,
+    GangDecision,
+    Member,
+    Node,
+    PendingGang,
+    Policy,
+    Queue,
+    Snapshot,
+)
 from phalanx.core.placement import Feasible, Shape
 from phalanx.core.reasons import Reason
 from phalanx.core.resources import (
@@ -87,7 +97,7 @@ def _node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int
 
 
 def _queue_state(q: Queue, index: ResourceIndex) -> QueueState:
-    problems: list[str] = []
+    problems: list[str] = [q.invalid] if q.invalid else []
     if q.weight < 1:
         problems.append(f"weight {q.weight} (must be at least 1)")
     bad = negative_entries(q.guarantee) + (negative_entries(q.limit) if q.limit else [])
@@ -117,6 +127,8 @@ def _gang_problem(
     level names (computed once by the caller)."""
     if levels is None:
         levels = {lv.name for lv in policy.topology_levels}
+    if p.invalid:
+        return p.invalid
     if p.min_member < 1:
         return f"minMember is {p.min_member}; it must be at least 1"
     pods = {m.pod for m in p.members}
@@ -136,6 +148,19 @@ def _gang_problem(
             return f"topology {kind} level {level!r} is not configured (levels: {known})"
     if duration is not None and not (duration > 0 and math.isfinite(duration)):
         return f"timeLimitSeconds must be positive, got {duration}"
+    if q is not None and p.priority_class is not None:
+        allowed = q.priority_classes
+        if allowed is not None and p.priority_class not in allowed:
+            return (
+                f"priority class {p.priority_class!r} is not allowed in queue {q.name} "
+                f"(allowed: {', '.join(allowed) or 'none'})"
+            )
+        if allowed is None and p.priority >= SYSTEM_PRIORITY:
+            return (
+                f"priority class {p.priority_class!r} is a system class (value {p.priority:,}); "
+                f"queue {q.name} allows only classes below {SYSTEM_PRIORITY:,} unless its "
+                "priorityClasses lists it"
+            )
     if (
         duration is not None
         and q is not None
@@ -166,8 +191,10 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     usable: list[bool] = []
     capacity_gpu = 0
     capacity_fair = 0
+    max_node_gpus = 0
     for node in nodes:
         alloc, used = _node_vectors(node, index)
+        max_node_gpus = max(max_node_gpus, alloc[0])
         vec = [a - u for a, u in zip(alloc, used, strict=True)]
         free.append(vec)
         usable.append(not node.unschedulable)
@@ -310,11 +337,16 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         pref_level = level_pos[p.topology_preferred] if p.topology_preferred else None
         members = sorted(p.members, key=by_pod)
         waiting = len(members) < p.min_member
-        if waiting and p.min_resources is not None:
-            # Stand-in members so the gang can be planned before its pods exist.
-            per_pod = {name: -(-amount // p.min_member) for name, amount in p.min_resources.items()}
-            members = [Member(f"{p.id}#{i}", per_pod) for i in range(p.min_member)]
-        required = members[: p.min_member]
+        phantom = waiting and p.min_resources is not None and not _phantom_expired(p, policy, now)
+        if phantom:
+            assert p.min_resources is not None
+            # Stand-in members so the gang can be planned before its pods exist: as few as the
+            # gang could ever need nodes, never one per `minMember` (a PodGroup of 10,000
+            # members must not cost 10,000 of anything each cycle).
+            stand_ins = _stand_ins(p.min_member, p.min_resources, max_node_gpus, len(nodes))
+            per_pod = {name: -(-amount // stand_ins) for name, amount in p.min_resources.items()}
+            members = [Member(f"{p.id}#{i}", per_pod) for i in range(stand_ins)]
+        required = members if phantom else members[: p.min_member]
         extras = members[p.min_member :] if not waiting else []
         shapes = shapes_for(required, req_level)
         total = [0] * width
@@ -335,6 +367,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 required_level=req_level,
                 preferred_level=pref_level,
                 waiting_for_pods=waiting,
+                phantom=phantom,
             )
         )
         qs.pending += 1
@@ -468,3 +501,17 @@ def _repair_partial(
             releases.extend((max(now, rs.end), n, vec, g.id) for n, vec in sorted(need.items()))
         forward[g.id] = {m.pod: node for m, node in sorted(g.intended, key=lambda mn: mn[0].pod)}
     return forward, back
+
+
+def _phantom_expired(p: PendingGang, policy: Policy, now: float) -> bool:
+    """A gang with `minResources` whose reservation came due more than `phantom_grace` ago with
+    its pods still missing: it waits without a reservation or a share of demand from now on."""
+    return p.due_since is not None and now - p.due_since > policy.phantom_grace
+
+
+def _stand_ins(min_member: int, resources: Mapping[str, int], node_gpus: int, nodes: int) -> int:
+    """How many stand-in members plan a gang whose pods do not exist yet: `minMember`, but no
+    more than its GPUs need nodes (at `node_gpus` a node), nor more than there are nodes."""
+    gpus = max(0, resources.get(GPU, 0))
+    need = -(-gpus // node_gpus) if gpus and node_gpus else 1
+    return max(1, min(min_member, max(need, 1), max(nodes, 1)))

@@ -8,9 +8,12 @@ The guards of PRODUCT.md §4, and why each exists:
   is never taken below its deserved share — together with the previous guard this makes ping-pong
   impossible: after a reclaim the reclaimer is at or below its share and the victim at or above,
   so the victim cannot reclaim back;
-* PDB-protected gangs and gangs already being evicted are skipped;
-* victims are ordered lower queue priority, lower gang priority, least run time lost, and the
-  search keeps the fewest gangs that let the waiting gang start now, or evicts nothing.
+* gangs already being evicted are skipped; gangs a PodDisruptionBudget protects right now come
+  last (a budget orders victims, it never vetoes a needed reclaim: kube-scheduler treats budgets
+  in preemption the same way);
+* victims are ordered unprotected first, then lower queue priority, lower gang priority, least
+  run time lost, and the search keeps the fewest gangs that let the waiting gang start now, or
+  evicts nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ def reclaim_candidates(
         if (
             r.evicted
             or g.evicting
-            or g.protected
             or q is None
             or q.name == work.queue.name
             or not q.queue.reclaimable
@@ -47,6 +49,7 @@ def reclaim_candidates(
         out.append(r)
     out.sort(
         key=lambda r: (
+            r.gang.protected,
             queues[r.gang.queue].queue.priority,
             r.gang.priority,
             max(0.0, now - r.gang.start_time),
@@ -90,12 +93,13 @@ def reclaim_order(
     out = [
         r
         for r in running
-        if not (r.gang.evicting or r.gang.protected)
+        if not r.gang.evicting
         and (q := queues.get(r.gang.queue)) is not None
         and q.queue.reclaimable
     ]
     out.sort(
         key=lambda r: (
+            r.gang.protected,
             queues[r.gang.queue].queue.priority,
             r.gang.priority,
             max(0.0, now - r.gang.start_time),

@@ -80,6 +80,7 @@ class GangWork:
     preferred_level: int | None
     waiting_for_pods: bool
     position: int
+    phantom: bool
 
     # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
     def __init__(
@@ -96,6 +97,7 @@ class GangWork:
         preferred_level: int | None,
         waiting_for_pods: bool,
         position: int = 0,
+        phantom: bool = False,
     ) -> None:
         self.gang = gang
         self.queue = queue
@@ -109,6 +111,8 @@ class GangWork:
         self.preferred_level = preferred_level
         self.waiting_for_pods = waiting_for_pods
         self.position = position
+        self.phantom = phantom
+        """Planned from `minResources` stand-ins (no pods yet, grace not over)."""
 
 
 @dataclass(slots=True)

@@ -19,6 +19,17 @@ KWOK = "v0.8.0"
 HELM = "v3.21.4"
 """helm.sh/helm/v3, for `helm lint|template|install` in tests of the chart."""
 
+JOBSET = "v0.12.0"
+"""sigs.k8s.io/jobset: the real JobSet controller (its CRD and webhooks too), for the tests of
+automatic gangs (`controllers.py`)."""
+
+LWS = "v0.9.0"
+"""sigs.k8s.io/lws: the real LeaderWorkerSet controller. Issue 18 asked for v0.10.0, but the Go
+module proxy refuses its source: `go mod download sigs.k8s.io/lws@v0.10.0` answers "reading
+https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.10.0.zip: 403 Forbidden / This module version is
+not available." (its .info and .mod are served, not the .zip; v0.10.1, v0.9.1 and v0.9.2 are not
+served at all). v0.9.0 is served, declares go 1.26.0 and has no replace directives either."""
+
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:
     """Return the staging-module version matching a Kubernetes release (v1.36.3 -> v0.36.3)."""
@@ -27,5 +38,9 @@ def staging_version(kubernetes: str = KUBERNETES) -> str:
 
 
 def cache_key() -> str:
-    """Name of the cache folder for this exact set of pins."""
+    """Name of the cache folder for this exact set of pins.
+
+    The workload controllers (JOBSET, LWS) are not in it: their binaries carry their version in
+    their names (`binaries.WorkloadController.binary`), so a new controller pin builds one new
+    binary beside the others instead of a whole new control plane."""
     return f"k8s-{KUBERNETES}_etcd-{ETCD}_kwok-{KWOK}_helm-{HELM}"

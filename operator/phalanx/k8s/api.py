@@ -109,7 +109,9 @@ class ClusterWrites(Protocol):
     async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None: ...
     async def evict(self, namespace: str, pod: str, grace_s: int) -> None: ...
     async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]: ...
-    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None: ...
+    async def delete_pod(
+        self, namespace: str, pod: str, uid: str | None = None, grace_s: int = 0
+    ) -> None: ...
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None: ...
     async def patch_group_status(
         self, namespace: str, name: str, status: Mapping[str, Any]
@@ -206,8 +208,10 @@ class Api:
         data: dict[str, Any] = json.loads(raw)
         return data
 
-    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
-        body: dict[str, Any] = {"gracePeriodSeconds": 0}
+    async def delete_pod(
+        self, namespace: str, pod: str, uid: str | None = None, grace_s: int = 0
+    ) -> None:
+        body: dict[str, Any] = {"gracePeriodSeconds": grace_s}
         if uid:
             body["preconditions"] = {"uid": uid}
         await drain(

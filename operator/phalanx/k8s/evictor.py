@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from phalanx.config import OperatorConfig
+from phalanx.core.reasons import EvictionReason
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
@@ -73,25 +74,49 @@ class Evictor:
         refused = await asyncio.gather(
             *(self._evict_one(gang, p, reason, message) for p in members)
         )
-        blocked = [name for name in refused if name is not None]
-        if blocked:
-            # The mark stays: the lifecycle issues the eviction again after `eviction_retry`.
-            log.warning("eviction of %s blocked by a disruption budget for %s", gang.key, blocked)
+        blocked = [why for why in refused if why is not None]
+        if blocked and gang.group and self.reporter.reported.get(gang.uid) != (reason, "budget"):
+            # Reported once per eviction, not every time it is issued again.
+            self.reporter.reported[gang.uid] = (reason, "budget")
+            self.reporter.emit(group_ref(gang), "DisruptionBudget", blocked[0], "Warning")
 
     async def _evict_one(self, gang: Gang, pod: PodRec, reason: str, message: str) -> str | None:
-        """Evict one member; its name if a disruption budget refused it."""
+        """Evict one member; what a disruption budget said, if it refused.
+
+        Time limits delete (the run is over, whatever a budget says). Reclaim and preemption
+        were decided knowing the budgets — a protected gang is chosen only when no other would
+        do — so a refusal does not stop them: the pod is deleted, with a Warning that names the
+        budget, as kube-scheduler's preemption does. A member failure's eviction is retried by
+        the lifecycle (`eviction_retry`); its controller will restart the gang either way."""
         self.reporter.emit(
             pod_ref(pod.namespace, pod.name, pod.uid),
             reason,
             f"evicted with its gang {gang.key}: {message}",
             "Warning",
         )
+        grace = self.config.eviction_grace_s
         try:
             async with self._slots:
-                await self.api.evict(pod.namespace, pod.name, self.config.eviction_grace_s)
+                if reason == EvictionReason.TIME_LIMIT_EXCEEDED:
+                    await self.api.delete_pod(pod.namespace, pod.name, pod.uid, grace)
+                else:
+                    await self.api.evict(pod.namespace, pod.name, grace)
         except ApiError as exc:
             if exc.status == 429:
-                return pod.name
+                why = f"a PodDisruptionBudget refused evicting {pod.name}: {exc}"
+                if reason in (EvictionReason.RECLAIMED, EvictionReason.PREEMPTED):
+                    log.warning("%s; deleting it anyway (a budget never vetoes %s)", why, reason)
+                    await self._delete(pod, grace)
+                    return f"{why}; deleted anyway: {str(reason).lower()} is not vetoed by budgets"
+                return why
             if exc.status != 404:
                 log.warning("evicting %s: %s", pod.key, exc)
         return None
+
+    async def _delete(self, pod: PodRec, grace: int) -> None:
+        try:
+            async with self._slots:
+                await self.api.delete_pod(pod.namespace, pod.name, pod.uid, grace)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("deleting %s: %s", pod.key, exc)

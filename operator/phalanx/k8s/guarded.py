@@ -75,8 +75,10 @@ class GuardedWrites:
     async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
         return await self._bounded(self.api.read_pod(namespace, pod), "read pod")
 
-    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
-        await self._write(self.api.delete_pod(namespace, pod, uid), "delete pod")
+    async def delete_pod(
+        self, namespace: str, pod: str, uid: str | None = None, grace_s: int = 0
+    ) -> None:
+        await self._write(self.api.delete_pod(namespace, pod, uid, grace_s), "delete pod")
 
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:
         await self._write(self.api.create_pod(namespace, body), "create pod")

@@ -41,6 +41,12 @@ class Metrics:
         self.evictions_total = Counter(
             "phalanx_evictions_total", "Gangs evicted, by reason.", ["reason"], registry=r
         )
+        self.invalid_objects = Gauge(
+            "phalanx_invalid_objects",
+            "Objects whose spec cannot be used (PodGroups waiting Invalid, Queues not Ready).",
+            ["kind"],
+            registry=r,
+        )
         self.cycles_total = Counter(
             "phalanx_cycles_total",
             "Scheduling cycles run, by whether this replica could act (leader) or not.",

@@ -196,16 +196,19 @@ def build_informers(
                 args=args,
             )
         )
-        source.pods.append(
-            Informer(
-                f"pods of others{where}",
-                call,
-                _held_pod_key,
-                held_changed,
-                field_selector=held,
-                args=args,
-            )
+    # Other schedulers' bound pods on *every* namespace, whatever `namespaces` says: what
+    # `namespaces` limits is which gangs Phalanx schedules, not which pods use a node's capacity
+    # (DaemonSets and other teams' pods share the nodes; watched in our namespaces only, they
+    # were not counted and nodes were overcommitted).
+    source.pods.append(
+        Informer(
+            "pods of others",
+            api.core.list_pod_for_all_namespaces,
+            _held_pod_key,
+            held_changed,
+            field_selector=held,
         )
+    )
 
 
 def _previous(kwargs: Mapping[str, Any], index: str, key: str) -> Any:

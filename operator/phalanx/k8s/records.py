@@ -74,6 +74,8 @@ class PodRec:
     """`spec.activeDeadlineSeconds`: a gang all of whose members have one is time-limited by it."""
     scheduled: tuple[str, str, str] | None = None
     """Its `PodScheduled` condition as the pod shows it: (status, reason, message)."""
+    priority_class: str | None = None
+    """`spec.priorityClassName` (its queue may not allow it)."""
 
     @property
     def terminal(self) -> bool:
@@ -133,6 +135,7 @@ class QueueRec:
     usage_updated: float | None
     status: Mapping[str, Any]
     error: str | None = None
+    priority_classes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +265,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
     try:
         requests = pod_requests(spec)
     except (QuantityError, KeyError) as exc:
-        requests, error = {"pods": 1}, f"bad resource request: {exc}"
+        requests, error = {"pods": 1}, f"resources.requests.{exc}"
     try:
         affinity = _affinity(spec)
     except KeyError as exc:
@@ -312,6 +315,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
             else None
         ),
         active_deadline=_positive(deadline),
+        priority_class=spec.get("priorityClassName") or None,
         scheduled=(
             (
                 str(scheduled.get("status", "")),
@@ -339,7 +343,7 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
     try:
         min_resources = resource_list(spec["minResources"]) if "minResources" in spec else None
     except QuantityError as exc:
-        min_resources, error = None, f"spec.minResources: {exc}"
+        min_resources, error = None, f"spec.minResources.{exc}"
     topology = spec.get("topology") or {}
     min_member = spec.get("minMember")
     if not isinstance(min_member, int) or min_member < 1:
@@ -371,16 +375,32 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
 
 def queue_record(body: Mapping[str, Any]) -> QueueRec:
     meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
-    error = None
+    errors: list[str] = []
+    guarantee: dict[str, int] = {}
+    limit: dict[str, int] | None = None
     try:
         guarantee = resource_list(spec.get("guarantee"))
+    except QuantityError as exc:
+        errors.append(f"spec.guarantee.{exc}")
+    try:
         limit = resource_list(spec["limit"]) if spec.get("limit") is not None else None
     except QuantityError as exc:
-        guarantee, limit, error = {}, None, f"bad quantity: {exc}"
+        errors.append(f"spec.limit.{exc}")
+    classes = spec.get("priorityClasses")
+    if classes is not None and not (
+        isinstance(classes, list) and all(isinstance(c, str) for c in classes)
+    ):
+        errors.append(f"spec.priorityClasses must be a list of names, got {classes!r}")
+        classes = None
+    weight = spec.get("weight", 1)
+    if not isinstance(weight, int) or isinstance(weight, bool):
+        errors.append(f"spec.weight must be an integer, got {weight!r}")
+        weight = 1
+    error = "; ".join(errors) or None
     usage = status.get("usage")
     return QueueRec(
         name=meta.get("name", ""),
-        weight=int(spec.get("weight") or 1),
+        weight=int(weight or 1),
         guarantee=guarantee,
         limit=limit,
         reclaimable=bool(spec.get("reclaimable", True)),
@@ -392,6 +412,7 @@ def queue_record(body: Mapping[str, Any]) -> QueueRec:
         usage_updated=parse_time(status.get("usageUpdatedAt")),
         status=dict(status),
         error=error,
+        priority_classes=tuple(classes) if classes is not None else None,
     )
 
 

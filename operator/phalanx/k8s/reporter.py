@@ -465,8 +465,8 @@ class Reporter:
             for res, v in qs.allocated.items():
                 self.metrics.queue_allocated.labels(queue=name, resource=res).set(v)
             self.metrics.queue_pending.labels(queue=name).set(qs.pending_gangs)
-            desired = queue_status_body(qs, usage.get(name, 0.0), now)
             previous = self.queues_written.get(name, {})
+            desired = queue_status_body(qs, usage.get(name, 0.0), now, previous)
             if not persist_usage and previous:
                 desired["usage"] = previous.get("usage")
                 desired["usageUpdatedAt"] = previous.get("usageUpdatedAt")
@@ -483,6 +483,12 @@ class Reporter:
                 log.warning("status of queue %s: %s", name, exc)
                 continue
             self.queues_written[name] = {**previous, **patch}
+        self.metrics.invalid_objects.labels(kind="Queue").set(
+            sum(1 for qs in result.queues.values() if qs.invalid)
+        )
+        self.metrics.invalid_objects.labels(kind="PodGroup").set(
+            sum(1 for d in result.gangs.values() if d.reason == Reason.INVALID)
+        )
         total = sum(n.allocatable.get(GPU, 0) for n in view.snapshot.nodes)
         allocated = sum(qs.allocated.get(GPU, 0) for qs in result.queues.values())
         self.metrics.gpus.labels(state="allocated").set(allocated)

@@ -33,6 +33,7 @@ OWNED_GROUP_FIELDS = (
     "memberFailures",
     "observedGeneration",
     "recreate",
+    "phantomDueAt",
 )
 
 
@@ -119,8 +120,20 @@ def pending_status(
         "queuedAt": previous.get("queuedAt") or rfc3339(gang.group.created if gang.group else now),
         "placement": None,
         "scheduledAt": None,
+        "phantomDueAt": _phantom_due_at(previous, decision, now),
     }
     return status
+
+
+def _phantom_due_at(previous: Mapping[str, Any], decision: GangDecision, now: float) -> str | None:
+    """When a gang with `minResources` and no pods first found its reservation due: kept while it
+    still waits for its pods (its grace counts from it), gone once they exist."""
+    if decision.reason != "WaitingForPods":
+        return None
+    shown = previous.get("phantomDueAt")
+    if isinstance(shown, str) and shown:
+        return shown
+    return rfc3339(now) if decision.due_without_pods else None
 
 
 def running_status(
@@ -159,11 +172,19 @@ def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, An
     return patch
 
 
-def queue_status_body(qs: QueueStatus, usage: float, now: float) -> dict[str, Any]:
+def queue_status_body(
+    qs: QueueStatus, usage: float, now: float, previous: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     def fmt(resources: Mapping[str, int]) -> dict[str, str]:
         return {k: format_units(k, v) for k, v in sorted(resources.items())}
 
+    ready = (
+        condition(previous or {}, "Ready", "False", "Invalid", qs.message, now)
+        if qs.invalid
+        else condition(previous or {}, "Ready", "True", "Ready", "", now)
+    )
     return {
+        "conditions": merge_conditions(previous or {}, [ready]),
         "deserved": fmt(qs.deserved),
         "allocated": fmt(qs.allocated),
         "borrowed": fmt(qs.borrowed),

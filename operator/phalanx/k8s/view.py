@@ -284,6 +284,7 @@ def build_view(
         )
         decision = gang.decision = decide(facts, lifecycle, now)
         priority = _priority(gang, priority_classes)
+        problem_in_spec = _invalid(gang, priority_classes)
         held = [
             p for p in gang.bound(assumed) if (p.node_name or assumed.get(p.key)) in node_by_name
         ]
@@ -348,6 +349,9 @@ def build_view(
                 if gang.group and gang.group.min_resources is not None
                 else None,
                 not_before=decision.not_before,
+                priority_class=_priority_class(gang),
+                invalid=problem_in_spec,
+                due_since=parse_time(gang.status.get("phantomDueAt")),
             )
         )
         pending_keys.add(key)
@@ -368,6 +372,8 @@ def build_view(
             usage=usage.get(q.name, _restored_usage(q, half_life, now)),
             default_time_limit=q.default_time_limit,
             max_time_limit=q.max_time_limit,
+            priority_classes=q.priority_classes,
+            invalid=f"queue {q.name}: {q.error}" if q.error else "",
         )
         for q in sorted(queues, key=lambda q: q.name)
     )
@@ -462,6 +468,27 @@ def _restored_usage(queue: QueueRec, half_life: float, now: float) -> float:
 def _add(target: dict[str, int], requests: Mapping[str, int]) -> None:
     for k, v in requests.items():
         target[k] = target.get(k, 0) + v
+
+
+def _priority_class(gang: Gang) -> str | None:
+    """The PriorityClass a gang's priority comes from: its PodGroup's, else its pods'."""
+    if gang.group and gang.group.priority_class:
+        return gang.group.priority_class
+    return next((p.priority_class for p in gang.pods if p.priority_class), None)
+
+
+def _invalid(gang: Gang, classes: Mapping[str, int]) -> str:
+    """What could not be read in the gang's spec or its pods', naming the field and the value
+    (the core makes it `Invalid` for this gang alone)."""
+    group = gang.group
+    if group is not None and group.error:
+        return group.error
+    if group is not None and group.priority_class and group.priority_class not in classes:
+        return f"spec.priorityClassName: PriorityClass {group.priority_class!r} does not exist"
+    bad = next((p for p in gang.pods if p.error), None)
+    if bad is not None:
+        return f"pod {bad.name}: {bad.error}"
+    return ""
 
 
 def _priority(gang: Gang, classes: Mapping[str, int]) -> int:

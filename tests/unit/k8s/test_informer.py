@@ -179,14 +179,15 @@ def test_the_operator_watches_only_what_it_needs_cluster_wide_or_per_namespace()
     assert [w[0] for w in per_namespace] == [
         "nodes",
         "pods of ours in team-a",
-        "pods of others in team-a",
         "pods of ours in team-b",
-        "pods of others in team-b",
+        "pods of others",
         "podgroups in team-a",
         "podgroups in team-b",
     ]
     assert per_namespace[1][1:3] == ("list_namespaced_pod", ("team-a",))
-    assert per_namespace[6][1:3] == (
+    # What uses a node's capacity is counted cluster-wide whatever `namespaces` says.
+    assert per_namespace[3][1:] == ("list_pod_for_all_namespaces", (), held)
+    assert per_namespace[5][1:3] == (
         "list_namespaced_custom_object",
         ("phalanx.dev", "v1alpha1", "team-b", "podgroups"),
     )

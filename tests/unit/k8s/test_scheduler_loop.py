@@ -43,7 +43,9 @@ class FakeApi:
         }
         return self.pods[pod]
 
-    async def delete_pod(self, namespace: str, pod: str, uid: str | None = None) -> None:
+    async def delete_pod(
+        self, namespace: str, pod: str, uid: str | None = None, grace_s: int = 0
+    ) -> None:
         self.calls.append(("delete", pod))
 
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> None:

@@ -1,0 +1,143 @@
+"""The real JobSet and LeaderWorkerSet controllers for the tests that ask for them.
+
+Started once per session, on the session's cluster, the first time a test names the fixture
+`workload_controllers` (the build, a few minutes when their binaries are not cached yet, happens
+then too, with progress on stderr); stopped, their webhook configurations deleted first, at the
+end of the session. How they are run: `phalanx.devcluster.controllers`. Builders of their workloads
+below (`jobset`, `leader_worker_set`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from phalanx.devcluster.controllers import WorkloadControllers
+from tests.integration.objects import TOLERATE_KWOK, container
+from tests.integration.waiting import wait_for
+
+if TYPE_CHECKING:  # conftest imports this module: no import cycle at run time
+    from tests.integration.conftest import Cluster
+
+
+@pytest.fixture(scope="session")
+def workload_controllers(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkloadControllers]:
+    cluster.require_disposable()
+    controllers = WorkloadControllers(
+        cluster.kubeconfig,
+        tmp_path_factory.mktemp("workload-controllers"),
+        log=lambda m: print(f"[workload-controllers] {m}"),
+    )
+    controllers.start()
+    try:
+        yield controllers
+    finally:
+        controllers.stop()
+
+
+JOBSET_API = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+
+
+def pod_template(
+    gpus: int,
+    *,
+    scheduler: str | None,
+    labels: dict[str, str] | None = None,
+    restart_policy: str | None = None,
+) -> dict[str, Any]:
+    """A PodTemplateSpec for fake GPU nodes; `scheduler=None` leaves schedulerName unset."""
+    spec: dict[str, Any] = {"tolerations": TOLERATE_KWOK, "containers": [container(gpus)]}
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    return {"metadata": {"labels": labels or {}}, "spec": spec}
+
+
+def jobset(
+    name: str,
+    *,
+    jobs: int,
+    pods_per_job: int,
+    gpus: int = 8,
+    scheduler: str | None = "default-scheduler",
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A JobSet of one replicated Job `workers` run `jobs` times, `pods_per_job` pods each."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": jobs,
+                    "template": {
+                        "spec": {
+                            "parallelism": pods_per_job,
+                            "completions": pods_per_job,
+                            "backoffLimit": 0,
+                            "template": pod_template(
+                                gpus, scheduler=scheduler, restart_policy="Never"
+                            ),
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+def leader_worker_set(
+    name: str,
+    *,
+    groups: int,
+    size: int,
+    gpus: int = 8,
+    scheduler: str | None = "default-scheduler",
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An LWS of `groups` groups, each a leader and `size - 1` workers from one template."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "replicas": groups,
+            "leaderWorkerTemplate": {
+                "size": size,
+                "workerTemplate": pod_template(gpus, scheduler=scheduler),
+            },
+        },
+    }
+
+
+def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
+    """Delete every JobSet and LWS of the namespace and wait their pods out (their controllers
+    would recreate what the namespace fixture deletes)."""
+    for group, version, plural in (JOBSET_API, LWS_API):
+        custom.delete_collection_namespaced_custom_object(
+            group, version, namespace, plural, propagation_policy="Background"
+        )
+    wait_for(
+        lambda: (
+            not any(
+                custom.list_namespaced_custom_object(g, v, namespace, p)["items"]
+                for g, v, p in (JOBSET_API, LWS_API)
+            )
+        ),
+        timeout=60,
+        what=f"the JobSets and LeaderWorkerSets of {namespace} to be deleted",
+    )
+    cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_for(
+        lambda: not cluster.core.list_namespaced_pod(namespace).items,
+        timeout=60,
+        what=f"the pods of the workloads of {namespace} to be deleted",
+    )

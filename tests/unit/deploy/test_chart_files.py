@@ -151,7 +151,8 @@ def test_the_user_roles_are_aggregated_and_exactly_their_rules() -> None:
     # On by default (helm renders none with rbac.userRoles=false: tests/integration/test_helm.py).
     assert yaml.safe_load((CHART / "values.yaml").read_text())["rbac"]["userRoles"] is True
     # No binding names them: the built-in roles carry them to whoever has edit or view.
-    bound = {d["roleRef"]["name"] for d in manifests() if d["kind"].endswith("Binding")}
+    bindings = [d for d in manifests() if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    bound = {d["roleRef"]["name"] for d in bindings}
     assert not bound & set(USER_ROLES)
 
 

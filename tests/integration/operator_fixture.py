@@ -40,6 +40,10 @@ RBAC_KINDS = (
     "Role",
     "RoleBinding",
 )
+USER_ROLES = ("phalanx-podgroup-editor", "phalanx-viewer")
+"""The chart's ClusterRoles for users (aggregated into edit and view): not the operator's, so not
+applied with its RBAC (test_user_rbac.py applies them; `helm install` in test_helm.py must not
+find them made by another field manager)."""
 FORBIDDEN = re.compile(r'is forbidden: User "|Not enough permissions')
 """What an authorization refusal looks like in the operator's log (the API server's RBAC message
 in ours, and kopf's). Not every 403 is one: an Event posted into a namespace being deleted is
@@ -88,7 +92,7 @@ def _make_chart_kubeconfig(admin_kubeconfig: Path) -> Path:
     admin = config.new_client_from_config(config_file=str(admin_kubeconfig))
     dynamic = DynamicClient(admin)
     for doc in chart_manifests():
-        if doc["kind"] in RBAC_KINDS:
+        if doc["kind"] in RBAC_KINDS and doc["metadata"]["name"] not in USER_ROLES:
             resource = dynamic.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
             resource.server_side_apply(
                 body=doc,

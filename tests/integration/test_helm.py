@@ -39,6 +39,7 @@ from tests.integration.operator_fixture import (
     CHART_USER,
     LEASE_NAME,
     LEASE_NAMESPACE,
+    USER_ROLES,
     OperatorProcess,
     chart_kubeconfig,
     chart_manifests,
@@ -167,6 +168,16 @@ def test_helm_refuses_two_replicas_without_leader_election() -> None:
     assert not of_kind(objs, "Role"), "no Lease Role without leader election"
 
 
+def test_helm_renders_the_user_roles_unless_switched_off() -> None:
+    def cluster_roles(*values: str) -> set[str]:
+        return {
+            d["metadata"]["name"] for d in of_kind(docs(template(values=values)), "ClusterRole")
+        }
+
+    assert cluster_roles() == {"phalanx", *USER_ROLES}
+    assert cluster_roles("rbac.userRoles=false") == {"phalanx"}
+
+
 @pytest.fixture
 def release(cluster: Cluster) -> Iterator[tuple[str, str]]:
     cluster.require_disposable()
@@ -209,6 +220,10 @@ def test_helm_install_is_accepted_and_uninstall_leaves_only_the_crds(
         "ServiceAccount": lambda: cluster.core.read_namespaced_service_account(name, ns),
         "ClusterRole": lambda: rbac.read_cluster_role(name),
         "ClusterRoleBinding": lambda: rbac.read_cluster_role_binding(name),
+        **{
+            f"ClusterRole {role}": lambda role=role: rbac.read_cluster_role(role)
+            for role in USER_ROLES
+        },
         "Role": lambda: rbac.read_namespaced_role(f"{name}-leader-election", ns),
         "RoleBinding": lambda: rbac.read_namespaced_role_binding(f"{name}-leader-election", ns),
         "Service": lambda: cluster.core.read_namespaced_service(f"{name}-metrics", ns),
@@ -311,7 +326,9 @@ def test_the_chart_service_account_may_do_what_the_operator_does_and_nothing_mor
         return bool(authz.create_self_subject_access_review(body).status.allowed)
 
     granted = []
-    for role in of_kind(chart_manifests(), "ClusterRole") + of_kind(chart_manifests(), "Role"):
+    # The operator's roles (the users' ClusterRoles are bound to no ServiceAccount of the chart).
+    roles = of_kind(chart_manifests(), "ClusterRole") + of_kind(chart_manifests(), "Role")
+    for role in [r for r in roles if r["metadata"]["name"] not in USER_ROLES]:
         ns = role["metadata"].get("namespace") or "some-namespace"
         for rule in role["rules"]:
             for name in rule.get("resourceNames") or [""]:

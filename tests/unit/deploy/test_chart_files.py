@@ -40,6 +40,24 @@ OPERATOR_RULES = {
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }
+USER_ROLES = {
+    # name: (the built-in role it is aggregated into, {(apiGroup, resource): verbs})
+    "phalanx-podgroup-editor": (
+        "edit",
+        {
+            ("phalanx.dev", "podgroups"): {
+                "get", "list", "watch", "create", "update", "patch", "delete"
+            },
+        },
+    ),
+    "phalanx-viewer": (
+        "view",
+        {
+            ("phalanx.dev", "podgroups"): {"get", "list", "watch"},
+            ("phalanx.dev", "queues"): {"get", "list", "watch"},
+        },
+    ),
+}  # fmt: skip
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", None): {"create"},
     ("coordination.k8s.io", "leases", "phalanx-scheduler"): {"get", "update"},
@@ -63,9 +81,24 @@ def manifests() -> list[dict[str, Any]]:
 
 
 def one(kind: str) -> dict[str, Any]:
-    found = [d for d in manifests() if d["kind"] == kind]
+    """The one object of `kind` (ClusterRole: the operator's, not the users' roles)."""
+    found = [
+        d
+        for d in manifests()
+        if d["kind"] == kind and not (kind == "ClusterRole" and d["metadata"]["name"] in USER_ROLES)
+    ]
     assert len(found) == 1, f"expected one {kind}, got {len(found)}"
     return found[0]
+
+
+def granted_rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    granted: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert "resourceNames" not in rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    return granted
 
 
 def rbac_rules(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -97,13 +130,30 @@ def test_the_roles_have_no_wildcard_and_no_access_to_secrets() -> None:
 
 
 def test_the_cluster_role_is_exactly_what_the_operator_uses() -> None:
-    granted: dict[tuple[str, str], set[str]] = {}
-    for rule in one("ClusterRole")["rules"]:
-        assert "resourceNames" not in rule
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                granted.setdefault((group, resource), set()).update(rule["verbs"])
-    assert granted == OPERATOR_RULES
+    assert granted_rules(one("ClusterRole")) == OPERATOR_RULES
+
+
+def test_the_user_roles_are_aggregated_and_exactly_their_rules() -> None:
+    """PRODUCT.md §6: PodGroups for whoever may edit a namespace (never their status, which is
+    the operator's), PodGroups and Queues read-only for whoever may view it."""
+    roles = {
+        d["metadata"]["name"]: d
+        for d in manifests()
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] in USER_ROLES
+    }
+    assert set(roles) == set(USER_ROLES)
+    for name, (builtin, rules) in USER_ROLES.items():
+        labels = roles[name]["metadata"]["labels"]
+        aggregate = {k: v for k, v in labels.items() if k.startswith("rbac.authorization.k8s.io/")}
+        assert aggregate == {f"rbac.authorization.k8s.io/aggregate-to-{builtin}": "true"}, name
+        assert granted_rules(roles[name]) == rules, name
+        assert "aggregationRule" not in roles[name]
+    # On by default (helm renders none with rbac.userRoles=false: tests/integration/test_helm.py).
+    assert yaml.safe_load((CHART / "values.yaml").read_text())["rbac"]["userRoles"] is True
+    # No binding names them: the built-in roles carry them to whoever has edit or view.
+    bindings = [d for d in manifests() if d["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    bound = {d["roleRef"]["name"] for d in bindings}
+    assert not bound & set(USER_ROLES)
 
 
 def test_the_lease_role_allows_one_lease_in_the_release_namespace() -> None:

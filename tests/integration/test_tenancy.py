@@ -174,3 +174,34 @@ def test_namespaced_mode_counts_other_schedulers_pods_in_unwatched_namespaces(
     finally:
         op.stop()
         cluster.core.delete_namespace(other)
+
+
+def test_a_class_the_queue_does_not_allow_waits_invalid(
+    cluster: Cluster, phalanx_api: Any, shared: tuple[str, OperatorProcess]
+) -> None:
+    custom, (ns, _) = phalanx_api, shared
+    scheduling = __import__("kubernetes").client.SchedulingV1Api(cluster.api_client)
+    for name, value in ((f"ok-{ns}", 100), (f"vip-{ns}", 1000)):
+        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
+    ensure_queue(custom, f"strict-{ns}", {"priorityClasses": [f"ok-{ns}"]})
+    try:
+        _submit(cluster, custom, ns, "vip", 1, queue=f"strict-{ns}", priority_class=f"vip-{ns}")
+        _submit(cluster, custom, ns, "ok", 1, queue=f"strict-{ns}", priority_class=f"ok-{ns}")
+        cond = wait_for(
+            lambda: (
+                (s := scheduled(group_status(custom, ns, "vip"))) and s["reason"] == "Invalid" and s
+            ),
+            timeout=30,
+            what="a gang naming a class its queue does not allow to wait Invalid",
+        )
+        assert f"'vip-{ns}' is not allowed in queue strict-{ns}" in cond["message"], cond
+        wait_for(
+            lambda: all(nodes_of(cluster, ns, "ok").values()),
+            timeout=30,
+            what="the gang with an allowed class to be bound",
+        )
+        assert not any(nodes_of(cluster, ns, "vip").values())
+    finally:
+        custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", f"strict-{ns}")
+        for name in (f"ok-{ns}", f"vip-{ns}"):
+            scheduling.delete_priority_class(name)

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane workload-controllers sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim
+.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane workload-controllers sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim bench-hostile
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,10 @@ chaos: control-plane
 bench-e2e: control-plane
 	if [ "$(E2E_CORE)" = pure ]; then $(BIN)/python bench/e2e_bench.py; \
 	else $(BIN)/python tools/build_core.py --exec $(BIN)/python bench/e2e_bench.py; fi
+
+## One cycle with 1,000 hostile PodGroups beside the large snapshot (bench/results/hostile.json).
+bench-hostile: $(STAMP)
+	$(BIN)/python bench/hostile_bench.py
 
 ## What one write of each kind costs the API server and etcd (CPU ms); bench/results/write_cost.json.
 bench-write-cost: control-plane

@@ -280,3 +280,19 @@ def test_what_was_written_is_read_as_the_api_server_applies_merge_patches() -> N
     shown = group_record({**body, "status": sched.reporter.written["g-g"]})
     sched.reporter.caught_up([shown])
     assert "g-g" not in sched.reporter.overlay(), "the watch caught up: its status counts again"
+
+
+def test_pod_conditions_of_a_backlog_go_a_bounded_number_per_cycle() -> None:
+    """100 pending pods: one cycle writes at most POD_CONDITIONS_PER_CYCLE of them, the next
+    the rest (and nothing twice)."""
+    from phalanx.k8s.reporter import POD_CONDITIONS_PER_CYCLE
+
+    api = FakeApi()
+    pods = [pod(f"p{i:03d}", group="big", gpus=64) for i in range(100)]
+    sched = scheduler(api, pods, [group("big", 100)])
+    cycle(sched)
+    first = sum(1 for c in api.calls if c[0] == "pod-condition")
+    assert first == POD_CONDITIONS_PER_CYCLE
+    cycle(sched)
+    written = [c[1] for c in api.calls if c[0] == "pod-condition"]
+    assert len(written) == 100 and len(set(written)) == 100

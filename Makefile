@@ -51,7 +51,7 @@ core-compiled: $(STAMP)
 ## it would pass without testing anything; it runs in the pure run (test-unit).
 test-core-compiled: $(STAMP)
 	$(BIN)/python tools/build_core.py --exec \
-		$(BIN)/pytest -q tests/compiled tests/unit/core tests/unit/sim tests/unit/k8s tests/unit/views \
+		$(BIN)/pytest -q tests/compiled tests/unit/core tests/unit/sim tests/unit/k8s tests/unit/inspection \
 		--deselect tests/unit/core/test_core_caches.py::test_forever_bound_only_skips_attempts_that_would_fail
 
 test-integration: control-plane workload-controllers

@@ -73,10 +73,10 @@ from phalanx.core import (  # noqa: E402
     Snapshot,
     schedule,
 )
+from phalanx.core.capacity_views import NowView  # noqa: E402
 from phalanx.core.cycle import _queue_shares  # noqa: E402
 from phalanx.core.placement import place  # noqa: E402
 from phalanx.core.prepare import prepare  # noqa: E402
-from phalanx.core.views import NowView  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "core.json"
 SPINE = "network.topology.nvidia.com/spine"

@@ -17,8 +17,8 @@ from rich.table import Table
 from phalanx.config import ConfigError
 from phalanx.core.lifecycle import MemberFailure
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.views.errors import ViewError
-from phalanx.views.formats import Output, dump
+from phalanx.inspection.errors import ViewError
+from phalanx.inspection.formats import Output, dump
 
 app = typer.Typer(
     help="Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs.",
@@ -395,7 +395,7 @@ def dev_cluster_render(
         print(n["status"]["allocatable"][GPU_RESOURCE], taints or "-", labels)
 
 
-# -- the views: `phalanx queue`, `share`, `explain` (logic in phalanx.views) -------------------
+# -- the views: `phalanx queue`, `share`, `explain` (logic in phalanx.inspection) ---------
 
 OutputOpt = Annotated[
     Output, typer.Option("-o", "--output", help="table (for people), json or yaml (for scripts).")
@@ -427,9 +427,9 @@ def queue_view(
     """Gangs with queue, phase, bound/min, reason, position and ETA (like squeue [--start])."""
     from datetime import UTC, datetime
 
-    from phalanx.views import render
-    from phalanx.views.fetch import Reader
-    from phalanx.views.rows import queue_rows
+    from phalanx.inspection import render
+    from phalanx.inspection.fetch import Reader
+    from phalanx.inspection.rows import queue_rows
 
     if namespace and all_namespaces:
         raise ViewError("-n/--namespace and -A/--all-namespaces exclude each other")
@@ -451,9 +451,9 @@ def share_view(
     context: ContextOpt = None,
 ) -> None:
     """Per queue: weight, guarantee, deserved, allocated, borrowed GPUs, usage, fair share."""
-    from phalanx.views import render
-    from phalanx.views.fetch import Reader
-    from phalanx.views.rows import share_rows
+    from phalanx.inspection import render
+    from phalanx.inspection.fetch import Reader
+    from phalanx.inspection.rows import share_rows
 
     rows = share_rows(Reader.connect(kubeconfig, context).queues())
     if output is not Output.TABLE:
@@ -475,9 +475,9 @@ def explain_view(
     """Why a gang waits, in numbers, and what would let it start."""
     from datetime import UTC, datetime
 
-    from phalanx.views import render
-    from phalanx.views.fetch import Reader
-    from phalanx.views.rows import explanation
+    from phalanx.inspection import render
+    from phalanx.inspection.fetch import Reader
+    from phalanx.inspection.rows import explanation
 
     reader = Reader.connect(kubeconfig, context)
     obj = reader.podgroup(namespace or reader.namespace, podgroup)

@@ -18,13 +18,13 @@ from pathlib import Path
 import phalanx
 from phalanx.config import ConfigError
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.inspection.errors import ViewError
 from phalanx.k8s.api import ApiError
 from phalanx.k8s.informer import Gone
 from phalanx.quantity import QuantityError
 from phalanx.sim.plots import PlotsUnavailable
 from phalanx.sim.queues import QueueFileError
 from phalanx.sim.traces import TraceFormatError
-from phalanx.views.errors import ViewError
 
 SAMPLES: list[BaseException] = [
     TraceFormatError(Path("traces/x.csv"), 7, "num_gpu: not a number: 'x'"),

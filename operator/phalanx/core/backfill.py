@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 
 from phalanx.core.capacity import ClusterState
+from phalanx.core.capacity_views import NodeCache, PlanCache, PlanNodeCache, PlanView, SweepMemo
 from phalanx.core.futuremin import ForeverBound, FutureMinCache
 from phalanx.core.placement import Outcome, place
-from phalanx.core.views import NodeCache, PlanCache, PlanNodeCache, PlanView, SweepMemo
 from phalanx.core.work import GangWork
 
 MAX_ATTEMPTS = 24

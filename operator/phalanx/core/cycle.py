@@ -28,6 +28,7 @@ from typing import Any
 from phalanx.core import preemption, reclaim
 from phalanx.core.backfill import Plan, earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
+from phalanx.core.capacity_views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
 from phalanx.core.futuremin import FutureMinCache
 from phalanx.core.model import (
@@ -50,7 +51,6 @@ from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.shapecaps import ShapeCapsCache
 from phalanx.core.victims import choose_victims
-from phalanx.core.views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
 from phalanx.core.work import GangWork, QueueState, RunState
 
 

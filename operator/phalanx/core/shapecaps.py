@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from phalanx.core.capacity_views import NowView
     from phalanx.core.placement import CapacityView, Shape
-    from phalanx.core.views import NowView
 
 
 class LeafCaps:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from phalanx.core.capacity import ClusterState
+from phalanx.core.capacity_views import LeafCache, NodeCache, TrialCache, TrialView
 from phalanx.core.placement import Outcome, place
 from phalanx.core.shapecaps import ShapeCapsCache
-from phalanx.core.views import LeafCache, NodeCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
 

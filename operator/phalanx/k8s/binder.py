@@ -32,12 +32,12 @@ from typing import Any
 from phalanx.config import OperatorConfig
 from phalanx.core import CycleResult, GangDecision, Reason
 from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
 from phalanx.k8s.status import condition, merge_conditions, placement_body, pod_counts, rfc3339
 from phalanx.k8s.tasks import pod_ref, spawn
-from phalanx.k8s.view import Gang, View
 
 log = logging.getLogger("phalanx.binder")
 PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail")

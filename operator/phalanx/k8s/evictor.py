@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from phalanx.config import OperatorConfig
 from phalanx.core.reasons import EvictionReason
 from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.cluster_view import Gang
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
 from phalanx.k8s.status import condition, merge_conditions
 from phalanx.k8s.tasks import pod_ref
-from phalanx.k8s.view import Gang
 
 log = logging.getLogger("phalanx.evictor")
 

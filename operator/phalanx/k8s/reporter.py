@@ -35,6 +35,7 @@ from phalanx.config import OperatorConfig
 from phalanx.core import GPU, CycleResult, Reason
 from phalanx.core.lifecycle import Action, FailReason, Phase
 from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import GroupRec
 from phalanx.k8s.status import (
@@ -48,7 +49,6 @@ from phalanx.k8s.status import (
     running_status,
 )
 from phalanx.k8s.tasks import limited, pod_ref, spawn
-from phalanx.k8s.view import Gang, View
 
 log = logging.getLogger("phalanx.reporter")
 STATUS_WRITES = 16

@@ -39,13 +39,13 @@ from phalanx.core import CycleResult, accrue_usage, schedule
 from phalanx.core.lifecycle import Action
 from phalanx.k8s.api import ClusterWrites
 from phalanx.k8s.binder import Binder, FaultInjection
+from phalanx.k8s.cluster_view import Gang, View, ViewCache, build_view
 from phalanx.k8s.evictor import Evictor
 from phalanx.k8s.guarded import AlwaysLeader, GuardedWrites, LeaderGate
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import BudgetRec, GroupRec, JobRec, NodeRec, PodRec, QueueRec
 from phalanx.k8s.reporter import Deferred, Reporter
 from phalanx.k8s.tasks import spawn
-from phalanx.k8s.view import Gang, View, ViewCache, build_view
 
 __all__ = ["AlwaysLeader", "FaultInjection", "LeaderGate", "Records", "Scheduler", "Source"]
 

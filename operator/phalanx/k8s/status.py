@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from phalanx.core import GangDecision, Placement, QueueStatus
-from phalanx.k8s.view import Gang
+from phalanx.k8s.cluster_view import Gang
 from phalanx.quantity import format_units
 
 OWNED_GROUP_FIELDS = (

@@ -31,12 +31,19 @@ from phalanx.core import (
 )
 from phalanx.core.backfill import earliest_start, start_on_due
 from phalanx.core.capacity import ClusterState
+from phalanx.core.capacity_views import (
+    LeafCache,
+    NowView,
+    PlanCache,
+    PlanNodeCache,
+    TrialCache,
+    TrialView,
+)
 from phalanx.core.duenow import DueNow, HeldNow
 from phalanx.core.futuremin import future_minima
 from phalanx.core.placement import place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.shapecaps import ShapeCapsCache
-from phalanx.core.views import LeafCache, NowView, PlanCache, PlanNodeCache, TrialCache, TrialView
 from phalanx.core.work import GangWork, RunState
 
 SPINE = "network.topology.nvidia.com/spine"

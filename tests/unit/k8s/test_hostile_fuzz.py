@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.core import Policy, Reason, schedule
+from phalanx.k8s.cluster_view import build_view
 from phalanx.k8s.records import group_record, node_record, pod_record, queue_record
-from phalanx.k8s.view import build_view
 from phalanx.quantity import to_units
 
 GPU = "nvidia.com/gpu"

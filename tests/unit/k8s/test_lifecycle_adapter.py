@@ -262,9 +262,9 @@ def test_what_was_written_is_read_as_the_api_server_applies_merge_patches() -> N
     """Two journal entries, one cleared: the other is still owed (a shallow update of the
     overlay lost it, and the journal was replayed for ever); once the watch shows the same
     status, the overlay goes."""
+    from phalanx.k8s.cluster_view import Gang
     from phalanx.k8s.records import group_record
     from phalanx.k8s.status import merge_patch
-    from phalanx.k8s.view import Gang
 
     assert merge_patch({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"x": None}, "b": None}) == {
         "a": {"y": 2}

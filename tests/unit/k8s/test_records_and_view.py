@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from phalanx.core.lifecycle import Action
+from phalanx.k8s.cluster_view import build_view
 from phalanx.k8s.records import group_record, node_record, pod_record, queue_record
-from phalanx.k8s.view import build_view
 from phalanx.quantity import QuantityError, format_units, parse, to_units
 
 
@@ -196,7 +196,7 @@ def test_a_view_built_with_the_cache_equals_one_built_afresh_after_changes() -> 
     """The cache may only save work: after nodes, pods and other schedulers' pods change, the
     snapshot built through it equals the one built without it (and unchanged records are
     reused, or the cache would save nothing)."""
-    from phalanx.k8s.view import ViewCache
+    from phalanx.k8s.cluster_view import ViewCache
 
     def build(nodes: list[Any], pods: list[Any], cache: ViewCache | None) -> Any:
         return build_view(

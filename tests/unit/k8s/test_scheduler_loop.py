@@ -261,7 +261,7 @@ def test_drifting_figures_wait_longer_while_gangs_are_binding() -> None:
     is in flight it waits `status_refresh_busy_s`, not `status_refresh_s`; a reason that turns
     is written at once either way."""
 
-    from phalanx.k8s.view import Gang
+    from phalanx.k8s.cluster_view import Gang
 
     cfg = build_config(
         metrics_port=0, health_port=0, status_refresh_s=0.0, status_refresh_busy_s=100.0

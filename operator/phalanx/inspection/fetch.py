@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phalanx.views.errors import ViewError
+from phalanx.inspection.errors import ViewError
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
 TIMEOUT = (5, 30)  # connect, read (seconds): a view must not hang on a dead API server

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from phalanx import cli
-from tests.unit.views.objects import situation
+from tests.unit.inspection.objects import situation
 
 BASE = "/apis/phalanx.dev/v1alpha1"
 NOT_FOUND_PAGE = (404, "404 page not found\n")  # what an unknown API group gets

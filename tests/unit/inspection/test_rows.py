@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from phalanx.views import render
-from phalanx.views.formats import Output, dump
-from phalanx.views.rows import (
+from phalanx.inspection import render
+from phalanx.inspection.formats import Output, dump
+from phalanx.inspection.rows import (
     explanation,
     gang_row,
     parse_time,
@@ -20,7 +20,7 @@ from phalanx.views.rows import (
     share_rows,
     would_start,
 )
-from tests.unit.views.objects import GPU, NOW, pending, podgroup, queue, situation
+from tests.unit.inspection.objects import GPU, NOW, pending, podgroup, queue, situation
 
 QUEUE_KEYS = ["namespace", "name", "queue", "phase", "bound", "min", "reason", "position", "eta"]
 SHARE_KEYS = [

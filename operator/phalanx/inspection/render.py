@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from phalanx.core.reasons import format_duration
-from phalanx.views.rows import Explanation, GangRow, ShareRow, parse_time
+from phalanx.inspection.rows import Explanation, GangRow, ShareRow, parse_time
 
 DASH = "-"
 

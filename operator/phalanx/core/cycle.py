@@ -41,7 +41,7 @@ from phalanx.core.model import (
     Reservation,
     Snapshot,
 )
-from phalanx.core.ordering import GangKey, gang_order, queue_key
+from phalanx.core.ordering import GangKey, gang_order, queue_key, starving
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
@@ -89,6 +89,10 @@ class _Cycle:
     no_victims: dict[tuple[object, ...], list[tuple[int, float]]] = field(default_factory=dict)
     depth_used: int = 0
     first_reserved: str | None = None
+    #: Binding reservations made this cycle per queue (for `backfill_depth_per_queue`).
+    reserved_in: dict[str, int] = field(default_factory=dict)
+    #: Why a gang within the depth holds no binding reservation (for its message).
+    unreserved: dict[str, str] = field(default_factory=dict)
 
 
 def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
@@ -362,22 +366,28 @@ class Scheduler:
         for w in prep.works:
             by_queue.setdefault(w.queue.name, []).append(w)
         ordered: dict[str, list[GangWork]] = {}
+        starved: set[str] = set()
         for name in sorted(by_queue):
             items = by_queue[name]
-            order = gang_order(
-                [GangKey(w.gang, w.fair) for w in items], now, policy.age_weight, policy.size_weight
-            )
+            keys = [self._key(w) for w in items]
+            starved.update(k.gang.id for k in keys if k.starving)
+            order = gang_order(keys, now, policy.age_weight, policy.size_weight, policy.work_weight)
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
         cursor = dict.fromkeys(ordered, 0)
         while True:
-            best: tuple[tuple[int, float, float, str], str] | None = None
+            # Gangs past their starvation bound are walked before every other gang of the same
+            # queue priority, whatever their queue's share: they are the ones that hold binding
+            # reservations, and a reservation only binds gangs walked after it.
+            best: tuple[tuple[int, int, float, float, str], str] | None = None
             for name, items in ordered.items():
                 if cursor[name] < len(items):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
-                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
+                    qk = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
+                    first = 0 if items[cursor[name]].gang.id in starved else 1
+                    key = (qk[0], first, qk[1], qk[2], qk[3])
                     if best is None or key < best[0]:
                         best = (key, name)
             if best is None:
@@ -456,10 +466,61 @@ class Scheduler:
                 placement=self._placement(got),
             )
             return
-        plan = self.plan(w) if self._may_plan(w) else None
-        if plan is not None and plan.outcome.assignment is not None:
-            self.hold(w, plan.outcome.assignment, plan.start)
-        self.explain(w, end, out, plan)
+        chosen: Plan | None = None
+        if self._may_plan(w):
+            why = self._not_binding(w)
+            if not why:
+                chosen = self.plan(w)
+                if chosen is not None and chosen.outcome.assignment is not None:
+                    self.hold(w, chosen.outcome.assignment, chosen.start)
+                    c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
+            else:
+                c.unreserved[gid] = why
+                if self.policy.estimate_unreserved:
+                    chosen = self.plan(w)  # non-binding: the same plan, nothing held
+                else:
+                    c.depth_used += 1
+        self.explain(w, end, out, chosen)
+
+    # -- which gangs hold binding reservations (issue 19) --------------------------------------
+
+    def _bounded(self) -> bool:
+        p = self.policy
+        return p.reserve_after_limits > 0 or p.reserve_after_s > 0
+
+    def _key(self, w: GangWork) -> GangKey:
+        work = w.fair * w.duration if w.fair else 0.0
+        hungry = self._bounded() and starving(
+            self.now - w.gang.creation_time,
+            w.duration,
+            self.policy.reserve_after_limits,
+            self.policy.reserve_after_s,
+        )
+        return GangKey(w.gang, w.fair, work, hungry)
+
+    def _not_binding(self, w: GangWork) -> str:
+        """Why `w` gets no binding reservation now ('' when it does): the rule that holds it
+        back from one, in words for its message."""
+        p, q = self.policy, w.queue
+        cap = p.backfill_depth_per_queue
+        if cap > 0 and self.c.reserved_in.get(q.name, 0) >= cap:
+            return f"queue {q.name} already holds {cap} reservation{'' if cap == 1 else 's'}"
+        if not self._bounded():
+            return ""
+        wait = max(0.0, self.now - w.gang.creation_time)
+        if starving(wait, w.duration, p.reserve_after_limits, p.reserve_after_s):
+            return ""
+        if p.reserve_under_share and q.alloc_fair < q.deserved:
+            return ""
+        bound = math.inf
+        if p.reserve_after_limits > 0:
+            bound = p.reserve_after_limits * w.duration
+        if p.reserve_after_s > 0:
+            bound = min(bound, p.reserve_after_s)
+        return (
+            f"waited {_hours(wait)} of its {_hours(bound)} starvation bound, so it holds no "
+            "reservation yet and smaller gangs may start beside it"
+        )
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
@@ -503,6 +564,9 @@ class Scheduler:
         then = eta_phrase(eta, now, plan.ending if plan is not None else 0)
         if plan is None and self._may_plan(w) is False and self.policy.backfill:
             then = "; beyond the backfill depth, no expected start"
+        why = c.unreserved.get(gid)
+        if why:
+            then = (then + " (not binding)" if plan is not None else "") + "; " + why
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None
@@ -707,6 +771,12 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+def _hours(seconds: float) -> str:
+    if seconds == math.inf:
+        return "unbounded"
+    return f"{seconds / 3600:.3g} h"
 
 
 def _any(_cand: RunState, _chosen: list[RunState]) -> bool:

@@ -38,6 +38,7 @@ def run_simulation(
     plots: Path | None = None,
     console: Console | None = None,
     progress: Callable[[int, int], None] | None = None,
+    settings: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Load, replay, summarise (and plot): the command without its printing.
 
@@ -46,12 +47,12 @@ def run_simulation(
     """
     from phalanx.sim.engine import simulate as replay
     from phalanx.sim.nodes import load_cluster
-    from phalanx.sim.policies import get_policy
+    from phalanx.sim.policies import get_policy, with_settings
     from phalanx.sim.queues import load_queue_file, queues_for_trace
     from phalanx.sim.report import summarize
     from phalanx.sim.traces import load_trace
 
-    chosen = get_policy(policy)
+    chosen = with_settings(get_policy(policy), settings or {})
     loaded = load_trace(trace)
     cluster = load_cluster(shape)
     specs = load_queue_file(queues) if queues else queues_for_trace(loaded, cluster.total_gpus)

@@ -72,6 +72,36 @@ def run(
     backfill_depth: Annotated[int, typer.Option(envvar=_env("backfill-depth"))] = 100,
     reclaim: Annotated[bool, typer.Option(envvar=_env("reclaim"))] = True,
     preemption: Annotated[bool, typer.Option(envvar=_env("preemption"))] = True,
+    # -- order and reservations (issue 19; defaults: phalanx.config, bench/SIM.md) --
+    priority_weight_age: Annotated[
+        float, typer.Option(envvar=_env("priority-weight-age"), help="Weight of the wait.")
+    ] = 1.0,
+    priority_weight_size: Annotated[
+        float, typer.Option(envvar=_env("priority-weight-size"), help="Weight of GPUs.")
+    ] = 0.0,
+    priority_weight_work: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("priority-weight-work"), help="Weight of GPUs x time limit (favours less)."
+        ),
+    ] = 1.0,
+    reserve_after_limits: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after-limits"),
+            help="Binding reservation once waited this many time limits (0: off).",
+        ),
+    ] = 1.0,
+    reserve_after: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after"), help="...or this many seconds (0: off; both 0: at once)."
+        ),
+    ] = 24 * 3600.0,
+    reserve_under_share: Annotated[bool, typer.Option(envvar=_env("reserve-under-share"))] = True,
+    backfill_depth_per_queue: Annotated[
+        int, typer.Option(envvar=_env("backfill-depth-per-queue"), help="0: no per-queue cap.")
+    ] = 0,
     bind_concurrency: Annotated[int, typer.Option(envvar=_env("bind-concurrency"))] = 64,
     bind_deadline: Annotated[float, typer.Option(envvar=_env("bind-deadline"))] = 5.0,
     eviction_grace: Annotated[int, typer.Option(envvar=_env("eviction-grace"))] = 30,
@@ -105,6 +135,13 @@ def run(
         backfill_depth=backfill_depth,
         reclaim=reclaim,
         preemption=preemption,
+        priority_weight_age=priority_weight_age,
+        priority_weight_size=priority_weight_size,
+        priority_weight_work=priority_weight_work,
+        reserve_after_limits=reserve_after_limits,
+        reserve_after_s=reserve_after,
+        reserve_under_share=reserve_under_share,
+        backfill_depth_per_queue=backfill_depth_per_queue,
         bind_concurrency=bind_concurrency,
         bind_deadline_s=bind_deadline,
         eviction_grace_s=eviction_grace,

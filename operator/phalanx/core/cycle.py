@@ -93,6 +93,9 @@ class _Cycle:
     reserved_in: dict[str, int] = field(default_factory=dict)
     #: Why a gang within the depth holds no binding reservation (for its message).
     unreserved: dict[str, str] = field(default_factory=dict)
+    #: Those gangs, explained after the walk: their non-binding ETA is planned on what the
+    #: whole walk bound and reserved, so it is not made stale by the gangs walked after them.
+    deferred: list[tuple[GangWork, float, Outcome]] = field(default_factory=list)
 
 
 def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
@@ -396,6 +399,7 @@ class Scheduler:
             w = ordered[name][cursor[name]]
             cursor[name] += 1
             self.step(w)
+        self.explain_deferred()
 
     def step(self, w: GangWork) -> None:
         """Decide one gang (see the module docstring, step 4)."""
@@ -476,11 +480,21 @@ class Scheduler:
                     c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
             else:
                 c.unreserved[gid] = why
-                if self.policy.estimate_unreserved:
-                    chosen = self.plan(w)  # non-binding: the same plan, nothing held
-                else:
-                    c.depth_used += 1
+                c.depth_used += 1
+                c.deferred.append((w, end, out))
+                return
         self.explain(w, end, out, chosen)
+
+    def explain_deferred(self) -> None:
+        """After the walk: gangs within the depth without a binding reservation get their
+        non-binding ETA (the sweep every reservation uses, holding nothing) and message."""
+        for w, end, out in self.c.deferred:
+            plan = None
+            if self.policy.estimate_unreserved:
+                plan = earliest_start(
+                    self.state, w, self.now, future=self.c.future, **self._caches()
+                )
+            self.explain(w, end, out, plan)
 
     # -- which gangs hold binding reservations (issue 19) --------------------------------------
 

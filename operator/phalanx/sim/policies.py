@@ -33,9 +33,10 @@ from dataclasses import dataclass, fields, replace
 from phalanx.core import Policy
 
 PHALANX_BACKFILL_DEPTH = 1
-"""Reservations per cycle of `phalanx-conservative` (the simulated `phalanx` before issue 19): only the first gang of the walk
-that cannot start gets one (EASY backfill, as Slurm's `bf_max_job_test` or Maui's reservation
-depth set low); every later gang starts if it fits and delays that one reservation.
+"""Reservations per cycle of `phalanx-conservative` (the simulated `phalanx` before issue 19):
+only the first gang of the walk that cannot start gets one (EASY backfill, as Slurm's
+`bf_max_job_test` or Maui's reservation depth set low); every later gang starts if it fits and
+delays that one reservation.
 
 Why not the product default of 100 (conservative backfill): measured on ITP cluster04 (medium),
 reservations for every waiting gang within depth 100 hold capacity for whichever gangs are

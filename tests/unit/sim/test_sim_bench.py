@@ -36,7 +36,7 @@ def _args(bench: ModuleType, tmp_path: Path, *extra: str) -> list[str]:
 
 
 def test_policy_config_tells_the_phalanx_depth_apart() -> None:
-    phalanx = POLICIES["phalanx"]
+    phalanx = POLICIES["phalanx-conservative"]
     assert phalanx.core is not None
     deeper = replace(phalanx, core=replace(phalanx.core, backfill_depth=100))
     assert policy_config(phalanx)["backfill_depth"] == 1
@@ -70,7 +70,7 @@ def test_a_replay_that_differs_is_not_reused(bench: ModuleType, tmp_path: Path) 
         "policy_config": policy_config(POLICIES["phalanx"]),
     }
     assert bench._matches(good, "itp-cluster05", "phalanx", args)
-    stale = dict(good, policy_config=dict(good["policy_config"], backfill_depth=100))
+    stale = dict(good, policy_config=dict(good["policy_config"], backfill_depth=7))
     assert not bench._matches(stale, "itp-cluster05", "phalanx", args)
     assert not bench._matches(dict(good, limit_jobs=None), "itp-cluster05", "phalanx", args)
     assert not bench._matches({k: v for k, v in good.items() if k != "policy_config"},

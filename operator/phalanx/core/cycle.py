@@ -512,6 +512,15 @@ class Scheduler:
         )
         return GangKey(w.gang, w.fair, work, hungry)
 
+    def _owed(self, w: GangWork) -> bool:
+        """Whether `w` fits within its queue's deserved share while another queue borrows
+        beyond its own: the queue is short of its share because of others (the condition for
+        reclaim). A lone queue is never owed anything: its share is whatever it can use."""
+        if not can_reclaim(w):
+            return False
+        me = w.queue.name
+        return any(q.over_share for name, q in self.prep.queues.items() if name != me)
+
     def _not_binding(self, w: GangWork) -> str:
         """Why `w` gets no binding reservation now ('' when it does): the rule that holds it
         back from one, in words for its message."""
@@ -524,7 +533,7 @@ class Scheduler:
         wait = max(0.0, self.now - w.gang.creation_time)
         if starving(wait, w.duration, p.reserve_after_limits, p.reserve_after_s):
             return ""
-        if p.reserve_under_share and q.alloc_fair < q.deserved:
+        if p.reserve_under_share and self._owed(w):
             return ""
         bound = math.inf
         if p.reserve_after_limits > 0:

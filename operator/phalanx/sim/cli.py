@@ -99,7 +99,7 @@ def run_simulation(
     summary["skipped_rows"] = dict(loaded.skipped)
     if loaded.malformed and console is not None:
         for line in loaded.malformed[:20]:
-            console.print(f"phalanx: skipped {line}", highlight=False, markup=False)
+            console.print(f"phalanx: skipped {line}", highlight=False, markup=False, soft_wrap=True)
         more = len(loaded.malformed) - 20
         if more > 0:
             console.print(f"phalanx: ... and {more} more malformed rows", highlight=False)

@@ -101,16 +101,24 @@ def test_a_starving_gang_is_walked_first_across_queues() -> None:
 
 
 def test_a_gang_of_a_queue_below_its_share_reserves_before_its_bound() -> None:
-    """Queue `a` (weight 1) holds nothing and deserves 8 of the 16 GPUs; its `big` has waited
-    only 500 s (bound 1,000 s) but `reserve_under_share` lets it reserve: NOW + 100."""
-    run = [running("r").queue("b").on(N0).started(NOW - 50).time_limit(150)]
+    """Three nodes. Queue `b` runs `r` on n00 (until NOW + 100) and `r2` on n02 (no limit),
+    both protected from eviction, and has `long` pending: it deserves 8 of the 24 GPUs and
+    borrows 8. Queue `a` (weight 2) holds nothing and deserves 16: its `big` (16 GPUs) has
+    waited only 500 s (bound 1,000 s), but its queue is owed its share while `b` borrows, so
+    `reserve_under_share` lets it reserve n00 + n01 from NOW + 100 and `long` may not take
+    n01. Without the exception `long` starts on n01 and `big` holds nothing."""
+    run = [
+        running("r").queue("b").on(N0).started(NOW - 50).time_limit(150).protected(),
+        running("r2").queue("b").on("s0-l0-n02").started(NOW - 50).protected(),
+    ]
     pending = [
         gang("big").queue("a").pods(2).created(NOW - 500).time_limit(1000),
         gang("long").queue("b").pods(1).created(NOW - 1).time_limit(500),
     ]
-    snap = snapshot(fabric(1, 1, 2), [queue("a"), queue("b")], run, pending)
+    snap = snapshot(fabric(1, 1, 3), [queue("a").weight(2), queue("b")], run, pending)
     off = schedule(snap, BOUNDED, NOW)
     assert "ns/big" not in off.reservations
+    assert set(off.bindings) == {"ns/long"}
     on = schedule(snap, Policy(reserve_after_limits=1.0, reserve_under_share=True), NOW)
     assert on.reservations["ns/big"].start == NOW + 100
     assert on.bindings == {}

@@ -369,28 +369,24 @@ class Scheduler:
         for w in prep.works:
             by_queue.setdefault(w.queue.name, []).append(w)
         ordered: dict[str, list[GangWork]] = {}
-        starved: set[str] = set()
         for name in sorted(by_queue):
             items = by_queue[name]
             keys = [self._key(w) for w in items]
-            starved.update(k.gang.id for k in keys if k.starving)
             order = gang_order(keys, now, policy.age_weight, policy.size_weight, policy.work_weight)
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
+        decided = self.reserve_for_starving(ordered)
         cursor = dict.fromkeys(ordered, 0)
         while True:
-            # Gangs past their starvation bound are walked before every other gang of the same
-            # queue priority, whatever their queue's share: they are the ones that hold binding
-            # reservations, and a reservation only binds gangs walked after it.
-            best: tuple[tuple[int, int, float, float, str], str] | None = None
+            best: tuple[tuple[int, float, float, str], str] | None = None
             for name, items in ordered.items():
+                while cursor[name] < len(items) and items[cursor[name]].gang.id in decided:
+                    cursor[name] += 1
                 if cursor[name] < len(items):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
-                    qk = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
-                    first = 0 if items[cursor[name]].gang.id in starved else 1
-                    key = (qk[0], first, qk[1], qk[2], qk[3])
+                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
                     if best is None or key < best[0]:
                         best = (key, name)
             if best is None:
@@ -401,11 +397,56 @@ class Scheduler:
             self.step(w)
         self.explain_deferred()
 
-    def step(self, w: GangWork) -> None:
-        """Decide one gang (see the module docstring, step 4)."""
+    def reserve_for_starving(self, ordered: dict[str, list[GangWork]]) -> set[str]:
+        """Before the walk: binding reservations for gangs past their starvation bound (or owed
+        their queue's share) that cannot start now, oldest first, queues in service order, at
+        most `backfill_depth_per_queue` per queue. Decided here, they are planned before any
+        other gang can take the capacity they wait for; every other gang (starving ones that
+        fit now included) is then walked in the multifactor order and may start only where it
+        delays none of these reservations. Returns the ids of the gangs decided."""
+        policy, prep = self.policy, self.prep
+        decided: set[str] = set()
+        if not policy.backfill or not (self._bounded() or policy.reserve_under_share):
+            return decided
+        queues = sorted(
+            ordered,
+            key=lambda n: queue_key(
+                prep.queues[n].queue.priority,
+                prep.queues[n].alloc_fair,
+                prep.queues[n].deserved,
+                prep.queues[n].queue.weight * prep.queues[n].fair_share,
+                n,
+            ),
+        )
+        cap = policy.backfill_depth_per_queue
+        for name in queues:
+            hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
+            hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
+            for w in hungry:
+                if cap > 0 and self.c.reserved_in.get(name, 0) >= cap:
+                    break
+                if not self._may_plan(w):
+                    return decided
+                if self.step(w, promoted=True):
+                    decided.add(w.gang.id)
+        return decided
+
+    def step(self, w: GangWork, promoted: bool = False) -> bool:
+        """Decide one gang (see the module docstring, step 4); returns whether it was decided.
+
+        `promoted` (a starving gang before the walk, see `reserve_for_starving`): a gang that
+        could start now, or that is not an ordinary waiting gang, is left undecided for the
+        walk, which starts it in its turn."""
         c, now = self.c, self.now
         gid = w.gang.id
         end = now + w.duration
+        if promoted and (
+            w.waiting_for_pods
+            or _over_limit(w, self.prep.index.pos)
+            or w.gpus > self.prep.capacity_gpu
+            or self.try_now(w, end).assignment is not None
+        ):
+            return False
         if w.waiting_for_pods:
             eta: float | None = None
             ending = 0
@@ -420,11 +461,11 @@ class Scheduler:
                 f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending),
                 eta=eta,
             )
-            return
+            return True
         over = _over_limit(w, self.prep.index.pos)
         if over:
             c.reasons[gid] = self.decision(w, Reason.QUEUE_OVER_LIMIT, over)
-            return
+            return True
         if w.gpus > self.prep.capacity_gpu:
             c.reasons[gid] = self.decision(
                 w,
@@ -432,7 +473,7 @@ class Scheduler:
                 f"needs {units(w.gpus, True)}, more than the cluster has "
                 f"({self.prep.capacity_gpu} schedulable in total)",
             )
-            return
+            return True
         out = self.try_now(w, end)
         if out.assignment is not None:
             self.commit_now(w, out.assignment, end)
@@ -443,7 +484,7 @@ class Scheduler:
             reason = Reason.BACKFILLED if backfilled else Reason.SCHEDULED
             msg = self._bound_message(w, out, backfilled)
             c.reasons[gid] = self.decision(w, reason, msg, placement=self._placement(out))
-            return
+            return True
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
         if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
@@ -457,7 +498,7 @@ class Scheduler:
                 eta=now,
                 placement=self._placement(soon.outcome),
             )
-            return
+            return True
         evicted = self.try_evictions(w)
         if evicted is not None:
             what, got = evicted
@@ -469,7 +510,7 @@ class Scheduler:
                 eta=now,
                 placement=self._placement(got),
             )
-            return
+            return True
         chosen: Plan | None = None
         if self._may_plan(w):
             why = self._not_binding(w)
@@ -482,8 +523,9 @@ class Scheduler:
                 c.unreserved[gid] = why
                 c.depth_used += 1
                 c.deferred.append((w, end, out))
-                return
+                return True
         self.explain(w, end, out, chosen)
+        return True
 
     def explain_deferred(self) -> None:
         """After the walk: gangs within the depth without a binding reservation get their
@@ -504,13 +546,18 @@ class Scheduler:
 
     def _key(self, w: GangWork) -> GangKey:
         work = w.fair * w.duration if w.fair else 0.0
-        hungry = self._bounded() and starving(
+        return GangKey(w.gang, w.fair, work)
+
+    def _starving(self, w: GangWork) -> bool:
+        return self._bounded() and starving(
             self.now - w.gang.creation_time,
             w.duration,
             self.policy.reserve_after_limits,
             self.policy.reserve_after_s,
         )
-        return GangKey(w.gang, w.fair, work, hungry)
+
+    def _owed_reserve(self, w: GangWork) -> bool:
+        return self.policy.reserve_under_share and self._owed(w)
 
     def _owed(self, w: GangWork) -> bool:
         """Whether `w` fits within its queue's deserved share while another queue borrows

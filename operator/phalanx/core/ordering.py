@@ -4,9 +4,9 @@ Queues: higher `priority` first, then the lowest allocated/deserved (the queue f
 its share), then the larger effective weight (between two idle queues, the one with less recent
 usage goes first), then name. This is re-evaluated after every gang, so queues interleave as they
 fill up instead of one queue draining the cluster. Gangs within a queue: priority class value,
-then gangs past their starvation bound (oldest first: they are the ones that get binding
-reservations, see `starving`), then the multifactor score, then creation time and id, so the
-order is total and the same on every run.
+then the multifactor score, then creation time and id, so the order is total and the same on
+every run. (Gangs past their starvation bound that cannot start are planned before this walk,
+oldest first: `cycle.Scheduler.reserve_for_starving`; `starving` says which gangs those are.)
 
 The multifactor score (Slurm's `priority/multifactor`, each factor normalised to [0, 1] over the
 pending gangs of the cycle so the weights are comparable and need no unit):
@@ -33,17 +33,12 @@ from phalanx.core.model import PendingGang
 
 @dataclass(frozen=True, slots=True)
 class GangKey:
-    """What orders a gang within its queue.
-
-    `work` is GPUs × time limit in GPU-seconds (`inf` without a limit); `starving` marks a gang
-    past its starvation bound (see `starving`), which goes before every other gang of its
-    priority.
-    """
+    """What orders a gang within its queue; `work` is GPUs × time limit in GPU-seconds (`inf`
+    without a limit)."""
 
     gang: PendingGang
     gpus: int
     work: float = 0.0
-    starving: bool = False
 
 
 def gang_order(
@@ -53,11 +48,10 @@ def gang_order(
     size_weight: float,
     work_weight: float = 0.0,
 ) -> list[int]:
-    """Indices of `items` in service order (priority, starving first, multifactor score,
-    creation time, id).
+    """Indices of `items` in service order (priority, multifactor score, creation time, id).
 
     Age, size and work are normalised over the items so the weights are comparable; with the
-    weights (age 1, size 0, work 0) and no starving gang this is plain FIFO.
+    weights (age 1, size 0, work 0) this is plain FIFO.
     """
     if not items:
         return []
@@ -69,7 +63,7 @@ def gang_order(
         lo, hi = min(logs), max(logs)
     span = hi - lo
 
-    def key(i: int) -> tuple[int, int, float, float, str]:
+    def key(i: int) -> tuple[int, float, float, str]:
         it = items[i]
         age = max(0.0, now - it.gang.creation_time) / max_age
         size = it.gpus / max_size
@@ -78,15 +72,7 @@ def gang_order(
             score -= work_weight * (_log_work(it.work) - lo) / span
         if not math.isfinite(score):
             score = 0.0
-        if it.starving:
-            score = 0.0  # starving gangs go oldest first among themselves
-        return (
-            -it.gang.priority,
-            0 if it.starving else 1,
-            -score,
-            it.gang.creation_time,
-            it.gang.id,
-        )
+        return (-it.gang.priority, -score, it.gang.creation_time, it.gang.id)
 
     return sorted(range(len(items)), key=key)
 

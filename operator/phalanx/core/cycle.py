@@ -41,7 +41,7 @@ from phalanx.core.model import (
     Reservation,
     Snapshot,
 )
-from phalanx.core.ordering import GangKey, gang_order, queue_key, starving
+from phalanx.core.ordering import GangKey, gang_order, queue_key, starvation_bound
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, units
@@ -549,12 +549,14 @@ class Scheduler:
         return GangKey(w.gang, w.fair, work)
 
     def _starving(self, w: GangWork) -> bool:
-        return self._bounded() and starving(
-            self.now - w.gang.creation_time,
-            w.duration,
-            self.policy.reserve_after_limits,
-            self.policy.reserve_after_s,
-        )
+        return self._bounded() and self.now - w.gang.creation_time >= self._bound(w)
+
+    def _bound(self, w: GangWork) -> float:
+        """`w`'s starvation bound (`ordering.starvation_bound`), per member when
+        `reserve_per_member`."""
+        p = self.policy
+        members = sum(len(s.pods) for s in w.shapes) if p.reserve_per_member else 1
+        return starvation_bound(w.duration, p.reserve_after_limits, p.reserve_after_s, members)
 
     def _owed_reserve(self, w: GangWork) -> bool:
         return self.policy.reserve_under_share and self._owed(w)
@@ -578,15 +580,11 @@ class Scheduler:
         if not self._bounded():
             return ""
         wait = max(0.0, self.now - w.gang.creation_time)
-        if starving(wait, w.duration, p.reserve_after_limits, p.reserve_after_s):
+        bound = self._bound(w)
+        if wait >= bound:
             return ""
         if p.reserve_under_share and self._owed(w):
             return ""
-        bound = math.inf
-        if p.reserve_after_limits > 0:
-            bound = p.reserve_after_limits * w.duration
-        if p.reserve_after_s > 0:
-            bound = min(bound, p.reserve_after_s)
         return (
             f"waited {_hours(wait)} of its {_hours(bound)} starvation bound, so it holds no "
             "reservation yet and smaller gangs may start beside it"

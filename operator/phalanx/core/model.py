@@ -235,6 +235,8 @@ class Policy:
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = 0
     """Binding reservations per queue per cycle (0: no cap beyond `backfill_depth`)."""
+    reserve_per_member: bool = False
+    """Divide the starvation bound by the gang's members (pods placed at once)."""
     estimate_unreserved: bool = True
     """Give gangs within the depth that hold no reservation a non-binding ETA (a plan that
     holds nothing). Decisions are the same either way; the simulator turns it off for speed."""

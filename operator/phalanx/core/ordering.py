@@ -87,25 +87,34 @@ def _log_work(work: float) -> float:
     return math.log(max(1.0, work))
 
 
-def starving(wait: float, duration: float, after_limits: float, after_s: float) -> bool:
-    """Whether a gang that has waited `wait` seconds, with time limit `duration` (`inf`: none),
-    is past its starvation bound and so may hold a binding reservation.
+def starvation_bound(
+    duration: float, after_limits: float, after_s: float, members: int = 1
+) -> float:
+    """How long a gang with time limit `duration` (`inf`: none) waits before it may hold a
+    binding reservation: `after_limits × duration`, capped at `after_s` (either 0 switches its
+    part off; both 0: 0, every gang at once, i.e. conservative backfill; no part applies: never,
+    `inf`), divided by `members` when the bound is counted per member.
 
-    The bound is `after_limits × duration`, capped at `after_s` (either 0 switches its part off;
-    both 0: every gang is past it at once, i.e. conservative backfill). Relative to the time
-    limit because that is the bounded-slowdown rule of HPC scheduling: a gang may wait a
-    multiple of its own run time before the others must make room for it, so a short job is
-    never held behind for long, and a long one pays a wait in proportion. Capped by an absolute
-    time so a gang with a week's limit (or none) is not left to greedy placement for a week.
-    """
+    Relative to the time limit because that is the bounded-slowdown rule of HPC scheduling: a
+    gang may wait a multiple of its own run time before the others must make room for it, so a
+    short job never holds the cluster for long, and a long one pays a wait in proportion.
+    Capped by an absolute time (PBS Professional's `max_starve`, 24 h by default) so a gang with
+    a week's limit (or none) is not left to greedy placement for a week."""
+    if after_limits <= 0 and after_s <= 0:
+        return 0.0
     bound = math.inf
     if after_limits > 0:
         bound = after_limits * duration
     if after_s > 0:
         bound = min(bound, after_s)
-    if bound == math.inf:
-        return after_limits <= 0 and after_s <= 0
-    return wait >= bound
+    return bound / max(1, members)
+
+
+def starving(
+    wait: float, duration: float, after_limits: float, after_s: float, members: int = 1
+) -> bool:
+    """Whether a gang that has waited `wait` seconds is past its `starvation_bound`."""
+    return wait >= starvation_bound(duration, after_limits, after_s, members)
 
 
 def share_ratio(allocated: int, deserved: int) -> float:

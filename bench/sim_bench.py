@@ -139,9 +139,61 @@ def _all_met(g: dict[str, Any]) -> bool:
     return all(g[k] for k in keys) and g["share_met"] is not False
 
 
-POLICY_NOTES = """## The shipped policy (issue 19)
+POLICY_NOTES = """## The shipped policy (issue 19) and why each default is what it is
 
-(see the report in bench/SIM.md; filled in from measurements)
+`phalanx` is the operator's default configuration (`phalanx.config.OperatorConfig`, the same
+`Policy` in `phalanx run` and `phalanx simulate`). Three rules, each from scheduling practice,
+none fitted per trace:
+
+1. **Order within a queue: multifactor with a work term** (`--priority-weight-age 1`,
+   `--priority-weight-size 0`, `--priority-weight-work 1`). Score = age/longest age pending −
+   (ln work − ln least work)/(ln most work − ln least work), work = GPUs × time limit.
+   Serving the least requested work first is what minimises the mean wait under load (SJF/SRPT:
+   the mean counts jobs, and most jobs are small and short), using only the time limits the
+   users asked for. The log scale because requests span six orders of magnitude. Equal weights:
+   the oldest gang pending (age 1) ties with the freshest gang of least work, so a large job is
+   never passed over by more than the spread of the queue's ages. `age-weight-2` (table above):
+   twice the age weight turns the order back towards FIFO and gives the mean back (cluster04:
+   19.8 h against 10.1 h). The size weight stays 0: favouring large gangs in the order costs
+   every small job; large gangs are protected by rule 2 instead.
+2. **Starvation-bounded reservations** (`--reserve-after-limits 1`, `--reserve-after 86400`,
+   `--backfill-depth 100`, `--backfill-depth-per-queue 0`). A gang may hold a *binding*
+   reservation only once it has waited its own time limit (bounded slowdown 2: the HPC
+   literature's measure of fairness across job lengths), or 24 h, whichever comes first (PBS
+   Professional's `max_starve` default is 24 h: a job starving that long is backfilled
+   around, not passed). Before the walk, those gangs that cannot start now are planned oldest
+   first and their capacity is held; every other gang is then walked in the order of rule 1
+   and starts wherever it delays no reservation (EASY/conservative backfill around the
+   starving gangs only). Gangs that do not hold one still get an `estimatedStartTime`: the
+   same sweep, planned after the walk, holding nothing (their message says "(not binding)"
+   and which rule holds them back). Measured on cluster04: reserving for every gang within the
+   depth at once (the bound off) is conservative backfill and makes all sizes wait alike
+   (`phalanx-conservative` and earlier results: ~22–27 h mean); one reservation per queue
+   (`per-queue-1`) lets the largest gangs starve behind the other starving gangs (229.7 h).
+3. **Queues owed their share reserve at once** (`--reserve-under-share`): a gang that fits
+   within its queue's deserved share while another queue borrows beyond its own holds a
+   binding reservation before its bound (the condition reclaim uses). A lone queue is never
+   owed anything (its share is whatever it can use): an early version that tested only
+   "allocated < deserved" reserved for every gang on the single-queue ITP traces and was
+   conservative backfill again (27 h mean on cluster04).
+
+Tried and not shipped (the settings table and the Pareto plot have their figures):
+walking every starving gang first (not only those that cannot start) cascaded into FIFO on
+cluster04 (22.3–27.5 h mean): under overload most gangs pass a 24 h or 1 × limit bound.
+Reserving for starving gangs largest first, or dividing the bound by the gang's members so
+large gangs reserve sooner (`bound-per-member`), made the largest gangs' worst wait *longer*
+on cluster04 (151.7 h and 158.1 h against 136.8 h) and cost utilisation: their wait is set by
+the drain of the nodes they reserve, which the round-up limits make pessimistic (a 73 h run
+asks for 7 days), not by when their reservation starts. A 12 h cap (`cap-12h`) cut it to
+126.9 h but put p95 above `volcano`'s.
+
+`PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
+a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same
+sweep, within the depth (default 100). Only gangs past their starvation bound — their own
+time limit or 24 h of waiting, whichever is first — or whose queue is owed its deserved share
+while another queue borrows, hold a binding reservation; those are planned first, oldest
+first, and no gang may start if it would delay one. The expected start of any other gang
+holds nothing: smaller gangs may start beside it until it starves.*
 """
 
 NOTES = """## How to read this, and what it assumes
@@ -189,7 +241,7 @@ NOTES = """## How to read this, and what it assumes
   below 90% until it can take 8), so the number matters more than the verdict. On the ITP
   traces (one queue) the goal says nothing; Philly's VC queues are where it bites.
 
-## Why Phalanx loses on mean wait, and what was tried (read this before the goals table)
+## History: why the policy before issue 19 (`phalanx-conservative`) lost on mean wait
 
 Measured, not assumed (one replay per line, hours; "work-weighted" = mean wait weighted by
 GPUs × run time; the slices start on an empty cluster):
@@ -703,6 +755,15 @@ def _previous(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return {label: dict(bp) for label, bp in payload.get("results", {}).items()}
 
 
+def _trace_key(trace: object) -> str:
+    """A trace spec without the checkout it was read from (`KIND:…/bench/traces/FILE` →
+    `KIND:FILE`), so replays recorded in one worktree are reused in another."""
+    text = str(trace)
+    kind, _, path = text.partition(":")
+    marker = "/bench/traces/"
+    return f"{kind}:{path.split(marker, 1)[1]}" if marker in path else text
+
+
 def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Namespace) -> bool:
     """Whether a recorded replay is the one this benchmark would run now (timing aside)."""
     from phalanx.sim.policies import POLICIES
@@ -713,7 +774,7 @@ def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Na
         return False
     trace, shape = spec
     return (
-        summary.get("trace") == trace
+        _trace_key(summary.get("trace")) == _trace_key(trace)
         and summary.get("shape") == shape
         and summary.get("limit_jobs") == args.quick
         and summary.get("cycle_interval_s") == args.cycle_interval

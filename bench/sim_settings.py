@@ -35,22 +35,34 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
     "bound-alone": (
         "phalanx",
         {"work_weight": "0"},
-        "starvation-bounded reservations alone: the shipped policy with FIFO order (work 0)",
+        "starvation-bounded reservations alone: the shipped policy in FIFO order (work 0)",
     ),
-    "work+easy-depth100": (
+    "work+easy-per-queue": (
         "phalanx",
-        {"reserve_after_limits": "0", "reserve_after_s": "0"},
-        "the work term with every gang within depth 100 reserving at once (no bound)",
-    ),
-    "no-under-share": (
-        "phalanx",
-        {"reserve_under_share": "false"},
-        "the shipped policy without the under-share exception",
+        {"backfill_depth_per_queue": "1", "reserve_after_limits": "0", "reserve_after_s": "0"},
+        "the work term with no bound: the first gang of each queue that cannot start reserves",
     ),
     "per-queue-1": (
         "phalanx",
         {"backfill_depth_per_queue": "1"},
         "the shipped policy with one binding reservation per queue",
+    ),
+    "abs-24h-per-queue-1": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "reserve_after_limits": "0"},
+        "an absolute 24 h bound only, one reservation per queue",
+    ),
+    "cap-12h": ("phalanx", {"reserve_after_s": "43200"}, "the bound capped at 12 h, not 24 h"),
+    "age-weight-2": ("phalanx", {"age_weight": "2"}, "twice the age weight"),
+    "bound-per-member": (
+        "phalanx",
+        {"reserve_per_member": "true"},
+        "the bound divided by the gang's members (large gangs reserve sooner)",
+    ),
+    "no-under-share": (
+        "phalanx",
+        {"reserve_under_share": "false"},
+        "the shipped policy without the under-share exception",
     ),
 }
 

@@ -549,7 +549,18 @@ class Scheduler:
         return GangKey(w.gang, w.fair, work)
 
     def _starving(self, w: GangWork) -> bool:
-        return self._bounded() and self.now - w.gang.creation_time >= self._bound(w)
+        return (
+            self._bounded()
+            and self._may_reserve(w)
+            and self.now - w.gang.creation_time >= self._bound(w)
+        )
+
+    def _may_reserve(self, w: GangWork) -> bool:
+        """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
+        a gang of one pod fits wherever one node frees, so greedy placement in the order
+        serves it; only gangs whose members must be gathered from several places at once
+        need capacity held for them (LSF reserves slots for parallel jobs only)."""
+        return sum(len(s.pods) for s in w.shapes) >= self.policy.reserve_min_members
 
     def _bound(self, w: GangWork) -> float:
         """`w`'s starvation bound (`ordering.starvation_bound`), per member when
@@ -559,7 +570,7 @@ class Scheduler:
         return starvation_bound(w.duration, p.reserve_after_limits, p.reserve_after_s, members)
 
     def _owed_reserve(self, w: GangWork) -> bool:
-        return self.policy.reserve_under_share and self._owed(w)
+        return self.policy.reserve_under_share and self._may_reserve(w) and self._owed(w)
 
     def _owed(self, w: GangWork) -> bool:
         """Whether `w` fits within its queue's deserved share while another queue borrows
@@ -579,6 +590,12 @@ class Scheduler:
             return f"queue {q.name} already holds {cap} reservation{'' if cap == 1 else 's'}"
         if not self._bounded():
             return ""
+        if not self._may_reserve(w):
+            m = self.policy.reserve_min_members
+            return (
+                f"only gangs of {m} or more members hold reservations; it starts where it fits "
+                "in its turn"
+            )
         wait = max(0.0, self.now - w.gang.creation_time)
         bound = self._bound(w)
         if wait >= bound:

@@ -235,6 +235,9 @@ class Policy:
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = 0
     """Binding reservations per queue per cycle (0: no cap beyond `backfill_depth`)."""
+    reserve_min_members: int = 0
+    """Only gangs of at least this many members (pods placed at once) hold binding
+    reservations (0 or 1: any gang)."""
     reserve_per_member: bool = False
     """Divide the starvation bound by the gang's members (pods placed at once)."""
     estimate_unreserved: bool = True

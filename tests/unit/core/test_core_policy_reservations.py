@@ -197,3 +197,24 @@ def test_starvation_bound() -> None:
     assert starving(50, 100, 1, 50) and not starving(49, 100, 1, 50)
     assert not starving(10**9, math.inf, 1, 0)  # no limit and no cap: never
     assert starving(86400, math.inf, 1, 86400)
+
+
+def test_only_gangs_of_several_members_hold_reservations() -> None:
+    """One node: `r` holds 4 GPUs until NOW + 100. `one` (1 pod × 8 GPUs, limit 1,000 s) has
+    waited 3,600 s, past its bound; `small` (1 pod × 4 GPUs, limit 500 s) is fresh. Any gang
+    may reserve: `one` holds the node from NOW + 100 and `small` (until NOW + 500) waits. With
+    `reserve_min_members=2` a one-pod gang holds nothing: `small` starts now, and `one`'s
+    message names the rule."""
+    run = [running("r").on(N0, gpu=4).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("one").pods(1, gpu=8).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1, gpu=4).created(NOW - 1).time_limit(500),
+    ]
+    snap = snapshot(fabric(1, 1, 1), running=run, pending=pending)
+    anyone = schedule(snap, BOUNDED, NOW)
+    assert anyone.reservations["ns/one"].start == NOW + 100
+    assert anyone.bindings == {}
+    several = schedule(snap, Policy(reserve_after_limits=1.0, reserve_min_members=2), NOW)
+    assert set(several.bindings) == {"ns/small"}
+    assert "ns/one" not in several.reservations
+    assert "only gangs of 2 or more members hold reservations" in several.gangs["ns/one"].message

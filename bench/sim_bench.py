@@ -185,7 +185,21 @@ large gangs reserve sooner (`bound-per-member`), made the largest gangs' worst w
 on cluster04 (151.7 h and 158.1 h against 136.8 h) and cost utilisation: their wait is set by
 the drain of the nodes they reserve, which the round-up limits make pessimistic (a 73 h run
 asks for 7 days), not by when their reservation starts. A 12 h cap (`cap-12h`) cut it to
-126.9 h but put p95 above `volcano`'s.
+126.9 h but put p95 above `volcano`'s. Letting only gangs of two or more pods reserve
+(`min-members-2`, as LSF reserves slots for parallel jobs only): cluster03 utilisation +0.65
+points, but cluster02 −0.47 points and its largest gangs' worst wait longer (150.5 h against
+147.0 h); not shipped (`--set reserve_min_members=2` keeps it measurable).
+
+Where the largest gangs still lose (the goal is not met on any ITP trace; see the goal
+tables): their wait is mostly the drain of the nodes their reservation holds, planned from
+the round-up limits of the gangs running there. On cluster03 the worst one (64 of the 128
+GPUs, 48 h limit, submitted on day 46.9) held its binding reservation in 1,667 of the 1,801
+cycles it waited, and its planned start stayed 1.5–5.7 days ahead for 821 h: every replan
+puts it behind the older starving gangs' reservations, whose windows move as their own
+gangs start early. On cluster04 the two worst (64 GPUs, 7-day limits, submitted together on
+day 22.5) waited 115.5 h and 136.8 h, behind the pair submitted two days earlier.
+`phalanx-conservative` (FIFO + one reservation) serves them in arrival order and keeps their
+worst waits at 71–145 h, at two to three times the mean wait.
 
 `PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
 a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same
@@ -200,13 +214,22 @@ NOTES = """## How to read this, and what it assumes
 
 - Reproduce: `make bench-sim` runs every replay still missing from `results/sim.json` (it passes
   `--reuse`: a recorded replay is kept when its trace, shape, job limit, cycle interval and
-  policy configuration match what would run now). From scratch (`make bench-sim SIM_FLAGS=`,
-  or `bench/sim_bench.py` without `--reuse`) it takes about 1.5–2 hours of wall time on this
-  machine, most of it the Philly replays of the gang policies (~30 min each, alone on a core);
-  `--only philly --policy phalanx` runs one. `bench/sim_bench.py --quick 3000` replays the
-  first 3,000 jobs of each trace for development (not comparable with a full run). One replay
-  of one policy: `phalanx simulate --trace philly:../shared/data/traces/philly-pollux/philly.csv
-  --shape medium --policy phalanx --json out.json --plots plots/`.
+  policy configuration match what would run now; the trace is compared by its file under
+  `bench/traces/`, whichever checkout recorded it). From scratch (`make bench-sim SIM_FLAGS=`)
+  it takes about 2–3 hours of wall time on this machine, most of it the Philly replays of the
+  gang policies (~20–30 min each, alone on a core); `--only philly --policy phalanx` runs one.
+  `bench/sim_bench.py --quick 3000` replays the first 3,000 jobs of each trace for
+  development (not comparable with a full run). One replay of one policy: `phalanx simulate
+  --trace itp:bench/traces/msr-itp-2021/cluster04.csv --shape medium --policy phalanx --json
+  out.json --plots plots/`; side by side with plots on shared axes: `--compare
+  volcano,phalanx`; a variant: `--set work_weight=2` (any core `Policy` field). The settings
+  of the mechanisms table: `bench/sim_settings.py --only itp-cluster04 --setting bound-alone`
+  (appends to `results/sim-settings.jsonl`; `--render-only` redraws this file and the plot).
+- The replays of `pod`, `fifo-gang`, `volcano` and `phalanx-conservative` were recorded before
+  issue 19 (`phalanx-conservative` under its old name `phalanx`) and kept: the new `Policy`
+  fields were added to their configurations at the neutral values the old code ran (no work
+  term, no bound, every gang may reserve). Checked by replaying `volcano` and
+  `phalanx-conservative` on ITP cluster02 with the new code: every figure identical.
 - Wall times were measured on the shared 2-core machine while other work (test suites, core
   benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
   cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results

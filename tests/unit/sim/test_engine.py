@@ -53,13 +53,29 @@ def _backfill_trace() -> list:
 
 
 def test_phalanx_backfills_the_short_job_and_keeps_the_reservation() -> None:
-    """C backfills at 2; D is held back, so B starts the moment A ends (5000) and D after B."""
-    got = starts("phalanx", _backfill_trace(), nodes=2)
+    """`phalanx-conservative` (every gang reserves at once): C backfills at 2; D is held back,
+    so B starts the moment A ends (5000) and D after B."""
+    got = starts("phalanx-conservative", _backfill_trace(), nodes=2)
     assert got == {
         "a": (0, 5000),
         "c": (2, 602),
         "b": (5000, 5100),
         "d": (5100, 10100),
+    }
+
+
+def test_shipped_phalanx_lets_a_gang_run_beside_a_fresh_reservation() -> None:
+    """The shipped `phalanx`: B's starvation bound is its time limit (100 s run → 30 min,
+    1800 s). C backfills at 2 as before; when C ends at 602 B has waited 601 s < 1800 s and
+    holds nothing binding, so D takes the free node (602 → 5602). B passes its bound at 1801
+    and reserves both nodes from 7802 (D's limit; A's is 7200); A ends at 5000, D at 5602, and
+    the cycle then finds both free: B runs 5602 → 5702."""
+    got = starts("phalanx", _backfill_trace(), nodes=2)
+    assert got == {
+        "a": (0, 5000),
+        "c": (2, 602),
+        "d": (602, 5602),
+        "b": (5602, 5702),
     }
 
 

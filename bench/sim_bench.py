@@ -644,7 +644,8 @@ def pareto_plot(payload: dict[str, Any], path: Path = PARETO_PNG) -> Path | None
             if s.get("largest_gang_wait_max_s") is None:
                 continue
             x, y = s["wait_mean_s"] / 3600, s["largest_gang_wait_max_s"] / 3600
-            ax.scatter([x], [y], marker="o", s=50, zorder=3)
+            colour = f"C{ALL_POLICIES.index(policy)}" if policy in ALL_POLICIES else "black"
+            ax.scatter([x], [y], marker="o", s=50, zorder=3, color=colour)
             ax.annotate(policy, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
         for r in rows:
             if r["label"] != label:

@@ -39,9 +39,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "bench" / "traces"
-ALL_POLICIES = ("pod", "fifo-gang", "volcano", "phalanx")
-COMPARED = ("philly", "itp-cluster04")
-_COST = {"phalanx": 8, "volcano": 4, "fifo-gang": 2, "pod": 1}
+ALL_POLICIES = ("pod", "fifo-gang", "volcano", "phalanx", "phalanx-conservative")
+COMPARED = ("philly", "itp-cluster04", "itp-cluster03", "itp-cluster02")
+"""The traces of issue 19's goals (01 and 05 barely queue: every policy waits the same)."""
+SHARE_GOAL_TRACES = ("philly",)
+"""Where the queue-share goal applies (many queues); the ITP traces have one queue."""
+SETTINGS_FILE = ROOT / "bench" / "results" / "sim-settings.jsonl"
+PARETO_PNG = ROOT / "bench" / "results" / "sim-pareto.png"
+_COST = {"phalanx": 8, "phalanx-conservative": 8, "volcano": 4, "fifo-gang": 2, "pod": 1}
 """Rough relative cost of a replay per policy, to start the longest ones first."""
 
 
@@ -121,42 +126,144 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
 
+def goal_figures(ph: dict[str, Any], vo: dict[str, Any], label: str) -> dict[str, Any]:
+    """Issue 19's goals for one policy `ph` against `volcano` (`vo`) on trace `label`: mean
+    wait >= 20% lower at utilisation no more than 0.5 points lower; the largest size class's
+    worst wait >= 50% lower; p95 wait no higher; on Philly, the worst queue below 90% of its
+    own deserved share for <= 15% of its demand time."""
+    wait = _ratio(ph["wait_mean_s"], vo["wait_mean_s"])
+    util_ph, util_vo = ph["gpu_utilization"], vo["gpu_utilization"]
+    largest = _ratio(ph["largest_gang_wait_max_s"], vo["largest_gang_wait_max_s"])
+    p95 = _ratio(ph["wait_p95_s"], vo["wait_p95_s"])
+    below = ph["queue_below_share_worst_own"]
+    share = label in SHARE_GOAL_TRACES
+    return {
+        "mean_wait_ratio": wait,
+        "utilization_phalanx": util_ph,
+        "utilization_volcano": util_vo,
+        "utilization_met": util_ph >= util_vo - 0.005,
+        "mean_wait_met": wait is not None and wait <= 0.8 and util_ph >= util_vo - 0.005,
+        "largest_gang_wait_ratio": largest,
+        "largest_gang_wait_met": largest is not None and largest <= 0.5,
+        "p95_ratio": p95,
+        "p95_met": p95 is not None and p95 <= 1.0,
+        "worst_queue_time_below_90pct": below,
+        "share_applies": share,
+        "share_met": (below is not None and below <= 0.15) if share else None,
+    }
+
+
 def goals(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """The issue's goals, Phalanx against the Volcano-like policy, per compared trace."""
+    """The issue's goals, `phalanx` (and `phalanx-conservative`) against `volcano`."""
     out: dict[str, Any] = {}
     for label in COMPARED:
         got = results.get(label, {})
-        ph, vo = got.get("phalanx"), got.get("volcano")
-        if ph is None or vo is None:
+        vo = got.get("volcano")
+        if vo is None:
             continue
-        wait = _ratio(ph["wait_mean_s"], vo["wait_mean_s"])
-        util_ph, util_vo = ph["gpu_utilization"], vo["gpu_utilization"]
-        largest = _ratio(ph["largest_gang_wait_max_s"], vo["largest_gang_wait_max_s"])
-        below = ph["queue_below_share_worst_own"]
-        out[label] = {
-            "mean_wait_ratio": wait,
-            "mean_wait_met": wait is not None and wait <= 0.8 and util_ph >= util_vo - 0.005,
-            "utilization_phalanx": util_ph,
-            "utilization_volcano": util_vo,
-            "largest_gang_wait_ratio": largest,
-            "largest_gang_wait_met": largest is not None and largest <= 0.5,
-            "worst_queue_time_below_90pct": below,
-            "share_met": below is not None and below == 0,
-        }
+        for policy in ("phalanx", "phalanx-conservative"):
+            ph = got.get(policy)
+            if ph is not None:
+                out.setdefault(label, {})[policy] = goal_figures(ph, vo, label)
     return out
 
+
+def _all_met(g: dict[str, Any]) -> bool:
+    keys = ("mean_wait_met", "largest_gang_wait_met", "p95_met")
+    return all(g[k] for k in keys) and g["share_met"] is not False
+
+
+POLICY_NOTES = """## The shipped policy (issue 19) and why each default is what it is
+
+`phalanx` is the operator's default configuration (`phalanx.config.OperatorConfig`, the same
+`Policy` in `phalanx run` and `phalanx simulate`). Three rules, each from scheduling practice,
+none fitted per trace:
+
+1. **Order within a queue: multifactor with a work term** (`--priority-weight-age 1`,
+   `--priority-weight-size 0`, `--priority-weight-work 1`). Score = age/longest age pending −
+   (ln work − ln least work)/(ln most work − ln least work), work = GPUs × time limit.
+   Serving the least requested work first is what minimises the mean wait under load (SJF/SRPT:
+   the mean counts jobs, and most jobs are small and short), using only the time limits the
+   users asked for. The log scale because requests span six orders of magnitude. Equal weights:
+   the oldest gang pending (age 1) ties with the freshest gang of least work, so a large job is
+   never passed over by more than the spread of the queue's ages. `age-weight-2` (table above):
+   twice the age weight turns the order back towards FIFO and gives the mean back (cluster04:
+   19.8 h against 10.1 h). The size weight stays 0: favouring large gangs in the order costs
+   every small job; large gangs are protected by rule 2 instead.
+2. **Starvation-bounded reservations** (`--reserve-after-limits 1`, `--reserve-after 86400`,
+   `--backfill-depth 100`, `--backfill-depth-per-queue 0`). A gang may hold a *binding*
+   reservation only once it has waited its own time limit (bounded slowdown 2: the HPC
+   literature's measure of fairness across job lengths), or 24 h, whichever comes first (PBS
+   Professional's `max_starve` default is 24 h: a job starving that long is backfilled
+   around, not passed). Before the walk, those gangs that cannot start now are planned oldest
+   first and their capacity is held; every other gang is then walked in the order of rule 1
+   and starts wherever it delays no reservation (EASY/conservative backfill around the
+   starving gangs only). Gangs that do not hold one still get an `estimatedStartTime`: the
+   same sweep, planned after the walk, holding nothing (their message says "(not binding)"
+   and which rule holds them back). Measured on cluster04: reserving for every gang within the
+   depth at once (the bound off) is conservative backfill and makes all sizes wait alike
+   (`phalanx-conservative` and earlier results: ~22–27 h mean); one reservation per queue
+   (`per-queue-1`) lets the largest gangs starve behind the other starving gangs (229.7 h).
+3. **Queues owed their share reserve at once** (`--reserve-under-share`): a gang that fits
+   within its queue's deserved share while another queue borrows beyond its own holds a
+   binding reservation before its bound (the condition reclaim uses). A lone queue is never
+   owed anything (its share is whatever it can use): an early version that tested only
+   "allocated < deserved" reserved for every gang on the single-queue ITP traces and was
+   conservative backfill again (27 h mean on cluster04).
+
+Tried and not shipped (the settings table and the Pareto plot have their figures):
+walking every starving gang first (not only those that cannot start) cascaded into FIFO on
+cluster04 (22.3–27.5 h mean): under overload most gangs pass a 24 h or 1 × limit bound.
+Reserving for starving gangs largest first, or dividing the bound by the gang's members so
+large gangs reserve sooner (`bound-per-member`), made the largest gangs' worst wait *longer*
+on cluster04 (151.7 h and 158.1 h against 136.8 h) and cost utilisation: their wait is set by
+the drain of the nodes they reserve, which the round-up limits make pessimistic (a 73 h run
+asks for 7 days), not by when their reservation starts. A 12 h cap (`cap-12h`) cut it to
+126.9 h but put p95 above `volcano`'s. Letting only gangs of two or more pods reserve
+(`min-members-2`, as LSF reserves slots for parallel jobs only): cluster03 utilisation +0.65
+points, but cluster02 −0.47 points and its largest gangs' worst wait longer (150.5 h against
+147.0 h); not shipped (`--set reserve_min_members=2` keeps it measurable).
+
+Where the largest gangs still lose (the goal is not met on any ITP trace; see the goal
+tables): their wait is mostly the drain of the nodes their reservation holds, planned from
+the round-up limits of the gangs running there. On cluster03 the worst one (64 of the 128
+GPUs, 48 h limit, submitted on day 46.9) held its binding reservation in 1,667 of the 1,801
+cycles it waited, and its planned start stayed 1.5–5.7 days ahead for 821 h: every replan
+puts it behind the older starving gangs' reservations, whose windows move as their own
+gangs start early. On cluster04 the two worst (64 GPUs, 7-day limits, submitted together on
+day 22.5) waited 115.5 h and 136.8 h, behind the pair submitted two days earlier.
+`phalanx-conservative` (FIFO + one reservation) serves them in arrival order and keeps their
+worst waits at 71–145 h, at two to three times the mean wait.
+
+`PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
+a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same
+sweep, within the depth (default 100). Only gangs past their starvation bound — their own
+time limit or 24 h of waiting, whichever is first — or whose queue is owed its deserved share
+while another queue borrows, hold a binding reservation; those are planned first, oldest
+first, and no gang may start if it would delay one. The expected start of any other gang
+holds nothing: smaller gangs may start beside it until it starves.*
+"""
 
 NOTES = """## How to read this, and what it assumes
 
 - Reproduce: `make bench-sim` runs every replay still missing from `results/sim.json` (it passes
   `--reuse`: a recorded replay is kept when its trace, shape, job limit, cycle interval and
-  policy configuration match what would run now). From scratch (`make bench-sim SIM_FLAGS=`,
-  or `bench/sim_bench.py` without `--reuse`) it takes about 1.5–2 hours of wall time on this
-  machine, most of it the Philly replays of the gang policies (~30 min each, alone on a core);
-  `--only philly --policy phalanx` runs one. `bench/sim_bench.py --quick 3000` replays the
-  first 3,000 jobs of each trace for development (not comparable with a full run). One replay
-  of one policy: `.venv/bin/phalanx simulate --trace philly:bench/traces/philly-pollux/philly.csv
-  --shape medium --policy phalanx --json out.json --plots plots/`.
+  policy configuration match what would run now; the trace is compared by its file under
+  `bench/traces/`, whichever checkout recorded it). From scratch (`make bench-sim SIM_FLAGS=`)
+  it takes about 2–3 hours of wall time on this machine, most of it the Philly replays of the
+  gang policies (~20–30 min each, alone on a core); `--only philly --policy phalanx` runs one.
+  `bench/sim_bench.py --quick 3000` replays the first 3,000 jobs of each trace for
+  development (not comparable with a full run). One replay of one policy: `phalanx simulate
+  --trace itp:bench/traces/msr-itp-2021/cluster04.csv --shape medium --policy phalanx --json
+  out.json --plots plots/`; side by side with plots on shared axes: `--compare
+  volcano,phalanx`; a variant: `--set work_weight=2` (any core `Policy` field). The settings
+  of the mechanisms table: `bench/sim_settings.py --only itp-cluster04 --setting bound-alone`
+  (appends to `results/sim-settings.jsonl`; `--render-only` redraws this file and the plot).
+- The replays of `pod`, `fifo-gang`, `volcano` and `phalanx-conservative` were recorded before
+  issue 19 (`phalanx-conservative` under its old name `phalanx`) and kept: the new `Policy`
+  fields were added to their configurations at the neutral values the old code ran (no work
+  term, no bound, every gang may reserve). Checked by replaying `volcano` and
+  `phalanx-conservative` on ITP cluster02 with the new code: every figure identical.
 - Wall times were measured on the shared 2-core machine while other work (test suites, core
   benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
   cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results
@@ -191,7 +298,7 @@ NOTES = """## How to read this, and what it assumes
   below 90% until it can take 8), so the number matters more than the verdict. On the ITP
   traces (one queue) the goal says nothing; Philly's VC queues are where it bites.
 
-## Why Phalanx loses on mean wait, and what was tried (read this before the goals table)
+## History: why the policy before issue 19 (`phalanx-conservative`) lost on mean wait
 
 Measured, not assumed (one replay per line, hours; "work-weighted" = mean wait weighted by
 GPUs × run time; the slices start on an empty cluster):
@@ -385,27 +492,7 @@ def markdown(payload: dict[str, Any]) -> str:
         ]
     for label, by_policy in results.items():
         lines += table(label, by_policy)
-    lines += ["## Goals (Phalanx against `volcano`)", ""]
-    lines += [
-        "| trace | mean wait −20% at ≥ utilisation | worst wait of largest gangs −50% | "
-        "every queue within 10% of its deserved share while it has demand |",
-        "|---|---|---|---|",
-    ]
-    for label, g in payload["goals"].items():
-        wait = "–" if g["mean_wait_ratio"] is None else f"{g['mean_wait_ratio'] - 1:+.0%}"
-        big = (
-            "–"
-            if g["largest_gang_wait_ratio"] is None
-            else f"{g['largest_gang_wait_ratio'] - 1:+.0%}"
-        )
-        below = _f(g["worst_queue_time_below_90pct"], ".1%")
-        lines.append(
-            f"| {label} | {'met' if g['mean_wait_met'] else 'NOT met'}: {wait} "
-            f"(util. {g['utilization_phalanx']:.1%} vs {g['utilization_volcano']:.1%}) | "
-            f"{'met' if g['largest_gang_wait_met'] else 'NOT met'}: {big} | "
-            f"{'met' if g['share_met'] else 'NOT met'}: worst queue below 90% of its own "
-            f"deserved share {below} of its demand time |"
-        )
+    lines += goals_markdown(payload)
     lines += ["", "## Cost of the replays", ""]
     lines += [
         "| trace | policy | cycles | cycle ms mean / p95 / max | max pending gangs | "
@@ -433,8 +520,192 @@ def markdown(payload: dict[str, Any]) -> str:
             f"(`make bench-sim` runs {payload.get('workers', 2)} at a time; `--reuse` keeps "
             "finished ones).",
         ]
-    lines += ["", NOTES.replace("{experiments}", experiments_table())]
+    lines += ["", *mechanisms_markdown(payload)]
+    if pareto_plot(payload) is not None:
+        lines += [
+            "## Pareto plot",
+            "",
+            f"![mean wait vs largest class worst wait]({PARETO_PNG.relative_to(ROOT / 'bench')})",
+            "",
+        ]
+    lines += [POLICY_NOTES, "", NOTES.replace("{experiments}", experiments_table())]
     return "\n".join(lines)
+
+
+def _pct(ratio: float | None) -> str:
+    return "–" if ratio is None else f"{ratio - 1:+.0%}"
+
+
+def _verdict(met: bool | None, text: str) -> str:
+    if met is None:
+        return f"n/a ({text})"
+    return f"{'met' if met else '**NOT met**'}: {text}"
+
+
+def goals_markdown(payload: dict[str, Any]) -> list[str]:
+    """One table per goal trace: the goal figures of `volcano`, `phalanx` and
+    `phalanx-conservative`, and each goal's verdict against `volcano`."""
+    lines = ["## Goals of issue 19 (against `volcano`)", ""]
+    lines += [
+        "Goals: mean wait ≥ 20% lower at utilisation within 0.5 points or better; the largest",
+        "size class's worst wait ≥ 50% lower; p95 wait no higher; on Philly the worst queue",
+        "below 90% of its own deserved share for ≤ 15% of its demand time.",
+        "",
+    ]
+    results = payload["results"]
+    for label in COMPARED:
+        by_policy = results.get(label, {})
+        vo = by_policy.get("volcano")
+        if vo is None:
+            continue
+        lines += [
+            f"### Goals on {label} (`{vo['shape']}`, largest class {vo['largest_gang_class']} "
+            "GPUs)",
+            "",
+            "| policy | util. | wait mean h | wait p95 h | largest class worst wait h | "
+            "worst queue below 90% of own share | mean vs volcano | largest vs volcano | "
+            "p95 vs volcano | all goals |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for policy in ("volcano", "phalanx", "phalanx-conservative"):
+            s = by_policy.get(policy)
+            if s is None:
+                continue
+            g = payload["goals"].get(label, {}).get(policy)
+            row = (
+                f"| {policy} | {s['gpu_utilization']:.2%} | {_h(s['wait_mean_s'])} | "
+                f"{_h(s['wait_p95_s'])} | {_h(s['largest_gang_wait_max_s'])} | "
+                f"{_f(s['queue_below_share_worst_own'], '.1%')} | "
+            )
+            if g is None:
+                row += "– | – | – | – |"
+            else:
+                row += (
+                    f"{_pct(g['mean_wait_ratio'])} | {_pct(g['largest_gang_wait_ratio'])} | "
+                    f"{_pct(g['p95_ratio'])} | {'yes' if _all_met(g) else 'no'} |"
+                )
+            lines.append(row)
+        g = payload["goals"].get(label, {}).get("phalanx")
+        if g is not None:
+            util = f"util. {g['utilization_phalanx']:.2%} vs {g['utilization_volcano']:.2%}"
+            lines += [
+                "",
+                f"- mean wait: {_verdict(g['mean_wait_met'], _pct(g['mean_wait_ratio']))} "
+                f"({util}, {'within' if g['utilization_met'] else 'NOT within'} 0.5 points)",
+                f"- largest class worst wait: "
+                f"{_verdict(g['largest_gang_wait_met'], _pct(g['largest_gang_wait_ratio']))}",
+                f"- p95 wait: {_verdict(g['p95_met'], _pct(g['p95_ratio']))}",
+                "- queue share: "
+                + _verdict(
+                    g["share_met"],
+                    f"worst queue {_f(g['worst_queue_time_below_90pct'], '.1%')} of its demand "
+                    "time below 90% of its deserved share"
+                    + ("" if g["share_applies"] else "; one queue, the goal does not apply"),
+                ),
+            ]
+        lines.append("")
+    return lines
+
+
+def settings_rows(path: Path = SETTINGS_FILE) -> list[dict[str, Any]]:
+    """The replays of `bench/sim_settings.py` (full traces only), newest per (trace, name)."""
+    if not path.exists():
+        return []
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            if r.get("limit_jobs") is None:
+                rows[(r["label"], r["name"])] = r
+    return list(rows.values())
+
+
+def mechanisms_markdown(payload: dict[str, Any]) -> list[str]:
+    """What each setting measured (alone and together), per goal trace."""
+    rows = settings_rows()
+    if not rows:
+        return []
+    lines = [
+        "## Each mechanism alone and together (`bench/sim_settings.py`)",
+        "",
+        "One replay per line, full traces, against the same `volcano` replay as above;",
+        "`settings` are `phalanx simulate --set` fields on the named base policy.",
+        "",
+        "| trace | setting | base policy | settings | util. | wait mean h | wait p95 h | "
+        "largest class worst wait h | worst queue below share | mean / largest / p95 vs "
+        "volcano |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    results = payload["results"]
+    order = {lab: i for i, lab in enumerate(COMPARED)}
+    for r in sorted(rows, key=lambda r: (order.get(r["label"], 99), r["name"])):
+        s = r["summary"]
+        vo = results.get(r["label"], {}).get("volcano")
+        vs = "–"
+        if vo is not None:
+            g = goal_figures(s, vo, r["label"])
+            vs = f"{_pct(g['mean_wait_ratio'])} / {_pct(g['largest_gang_wait_ratio'])} / " + _pct(
+                g["p95_ratio"]
+            )
+        sets = ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items())) or "–"
+        lines.append(
+            f"| {r['label']} | {r['name']} | {r['policy']} | {sets} | "
+            f"{s['gpu_utilization']:.2%} | {_h(s['wait_mean_s'])} | {_h(s['wait_p95_s'])} | "
+            f"{_h(s['largest_gang_wait_max_s'])} | "
+            f"{_f(s['queue_below_share_worst_own'], '.1%')} | {vs} |"
+        )
+    lines.append("")
+    return lines
+
+
+def pareto_plot(payload: dict[str, Any], path: Path = PARETO_PNG) -> Path | None:
+    """Mean wait against the largest class's worst wait, one panel per goal trace, a point per
+    policy (`make bench-sim`) and per setting tried (`bench/sim_settings.py`)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = settings_rows()
+    labels = [lab for lab in COMPARED if lab in payload["results"]]
+    if not labels:
+        return None
+    fig, axes = plt.subplots(1, len(labels), figsize=(5 * len(labels), 4.6), squeeze=False)
+    for ax, label in zip(axes[0], labels, strict=True):
+        for policy, s in payload["results"][label].items():
+            if s.get("largest_gang_wait_max_s") is None:
+                continue
+            x, y = s["wait_mean_s"] / 3600, s["largest_gang_wait_max_s"] / 3600
+            colour = f"C{ALL_POLICIES.index(policy)}" if policy in ALL_POLICIES else "black"
+            ax.scatter([x], [y], marker="o", s=50, zorder=3, color=colour)
+            ax.annotate(policy, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        for r in rows:
+            if r["label"] != label:
+                continue
+            s = r["summary"]
+            x, y = s["wait_mean_s"] / 3600, (s["largest_gang_wait_max_s"] or 0) / 3600
+            ax.scatter([x], [y], marker="x", color="grey", zorder=2)
+            ax.annotate(r["name"], (x, y), fontsize=6, color="grey", xytext=(3, -8),
+                        textcoords="offset points")  # fmt: skip
+        vo = payload["results"][label].get("volcano")
+        if vo is not None and vo.get("largest_gang_wait_max_s"):
+            gx, gy = 0.8 * vo["wait_mean_s"] / 3600, 0.5 * vo["largest_gang_wait_max_s"] / 3600
+            ax.axvline(gx, color="green", linestyle=":", linewidth=1)
+            ax.axhline(gy, color="green", linestyle=":", linewidth=1)
+            ax.fill_between([0, gx], 0, gy, color="green", alpha=0.08)
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("mean wait (h)")
+        ax.set_ylabel("largest class worst wait (h)")
+        ax.set_title(label, fontsize=9)
+    fig.suptitle("Mean wait vs the largest gangs' worst wait (green: issue 19's goal box)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def core_version() -> str:

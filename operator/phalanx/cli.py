@@ -130,6 +130,58 @@ def run(
             help="Within a queue, let a higher-priority gang evict lower-priority gangs whole.",
         ),
     ] = True,
+    priority_weight_age: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("priority-weight-age"),
+            help="Multifactor weight of a gang's wait (normalised over the waiting gangs).",
+        ),
+    ] = 1.0,
+    priority_weight_size: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("priority-weight-size"),
+            help="Multifactor weight of a gang's GPUs (favours larger gangs).",
+        ),
+    ] = 0.0,
+    priority_weight_work: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("priority-weight-work"),
+            help="Multifactor weight of requested work, GPUs × time limit (favours less work).",
+        ),
+    ] = 1.0,
+    reserve_after_limits: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after-limits"),
+            help="A gang holds a binding reservation once it has waited this many of its time "
+            "limits (0: this bound off).",
+        ),
+    ] = 1.0,
+    reserve_after: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after"),
+            help="...or once it has waited this many seconds (0: off; both 0: every gang "
+            "within the depth reserves at once).",
+        ),
+    ] = 24 * 3600.0,
+    reserve_under_share: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("reserve-under-share"),
+            help="A gang of a queue below its deserved share (while another borrows) reserves "
+            "before its bound.",
+        ),
+    ] = True,
+    backfill_depth_per_queue: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("backfill-depth-per-queue"),
+            help="Binding reservations per queue per cycle (0: no cap beyond --backfill-depth).",
+        ),
+    ] = 0,
     bind_concurrency: Annotated[
         int,
         typer.Option(envvar=_env("bind-concurrency"), help="Binding calls in flight at once."),
@@ -270,6 +322,13 @@ def run(
         backfill_depth=backfill_depth,
         reclaim=reclaim,
         preemption=preemption,
+        priority_weight_age=priority_weight_age,
+        priority_weight_size=priority_weight_size,
+        priority_weight_work=priority_weight_work,
+        reserve_after_limits=reserve_after_limits,
+        reserve_after_s=reserve_after,
+        reserve_under_share=reserve_under_share,
+        backfill_depth_per_queue=backfill_depth_per_queue,
         bind_concurrency=bind_concurrency,
         bind_deadline_s=bind_deadline,
         eviction_grace_s=eviction_grace,

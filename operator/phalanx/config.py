@@ -89,6 +89,25 @@ class OperatorConfig(BaseModel):
     gang in flight for moments between them; reports written in those moments land in the
     middle of the next gang's binds (measured: 2 more writes per gang, ~12% fewer pods/s)."""
 
+    # -- order and reservations (issue 19): why each default is what it is, in bench/SIM.md
+    # ("The shipped policy"); `phalanx simulate --policy phalanx` replays exactly these.
+    priority_weight_age: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Multifactor weight of a gang's wait (normalised by the longest wait pending)."""
+    priority_weight_size: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Multifactor weight of a gang's GPUs (positive favours large gangs)."""
+    priority_weight_work: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Multifactor weight of requested work, GPUs × time limit on a log scale (favours less)."""
+    reserve_after_limits: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Starvation bound: a gang holds a binding reservation once it has waited this many times
+    its time limit (0: off)."""
+    reserve_after_s: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False)
+    """...or once it has waited this long, whichever comes first (0: off; both 0: every gang
+    within the depth reserves at once, conservative backfill)."""
+    reserve_under_share: bool = True
+    """A gang of a queue below its deserved share reserves before its bound."""
+    backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)
+    """Binding reservations per queue per cycle (0: only `backfill_depth` caps them)."""
+
     @field_validator("topology_levels")
     @classmethod
     def _levels(cls, levels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -124,6 +143,13 @@ class OperatorConfig(BaseModel):
             reclaim=self.reclaim,
             preemption=self.preemption,
             usage_half_life=self.usage_half_life_s,
+            age_weight=self.priority_weight_age,
+            size_weight=self.priority_weight_size,
+            work_weight=self.priority_weight_work,
+            reserve_after_limits=self.reserve_after_limits,
+            reserve_after_s=self.reserve_after_s,
+            reserve_under_share=self.reserve_under_share,
+            backfill_depth_per_queue=self.backfill_depth_per_queue,
             phantom_grace=self.phantom_grace_seconds,
         )
 
@@ -153,6 +179,22 @@ def build_config(**values: object) -> OperatorConfig:
         return OperatorConfig.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+            f"{_setting('.'.join(str(p) for p in e['loc']))}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}") from exc
+
+
+_FLAG_FIELDS = {
+    "priority_weight_age": "--priority-weight-age",
+    "priority_weight_size": "--priority-weight-size",
+    "priority_weight_work": "--priority-weight-work",
+    "reserve_after_limits": "--reserve-after-limits",
+    "reserve_after_s": "--reserve-after",
+    "reserve_under_share": "--reserve-under-share",
+    "backfill_depth_per_queue": "--backfill-depth-per-queue",
+}
+"""The order and reservation settings by the flag that sets them (errors name the flag)."""
+
+
+def _setting(loc: str) -> str:
+    return _FLAG_FIELDS.get(loc, loc) or "config"

@@ -43,7 +43,7 @@ from phalanx.core.model import (
     Reservation,
     Snapshot,
 )
-from phalanx.core.ordering import GangKey, gang_order, queue_key
+from phalanx.core.ordering import GangKey, gang_order, queue_key, starvation_bound
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
 from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, format_duration, units
@@ -92,6 +92,13 @@ class _Cycle:
     no_victims: dict[tuple[object, ...], list[tuple[int, float]]] = field(default_factory=dict)
     depth_used: int = 0
     first_reserved: str | None = None
+    #: Binding reservations made this cycle per queue (for `backfill_depth_per_queue`).
+    reserved_in: dict[str, int] = field(default_factory=dict)
+    #: Why a gang within the depth holds no binding reservation (for its message).
+    unreserved: dict[str, str] = field(default_factory=dict)
+    #: Those gangs, explained after the walk: their non-binding ETA is planned on what the
+    #: whole walk bound and reserved, so it is not made stale by the gangs walked after them.
+    deferred: list[tuple[GangWork, float, Outcome]] = field(default_factory=list)
 
 
 def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
@@ -367,16 +374,18 @@ class Walk:
         ordered: dict[str, list[GangWork]] = {}
         for name in sorted(by_queue):
             items = by_queue[name]
-            order = gang_order(
-                [GangKey(w.gang, w.fair) for w in items], now, policy.age_weight, policy.size_weight
-            )
+            keys = [self._key(w) for w in items]
+            order = gang_order(keys, now, policy.age_weight, policy.size_weight, policy.work_weight)
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
+        decided = self.reserve_for_starving(ordered)
         cursor = dict.fromkeys(ordered, 0)
         while True:
             best: tuple[tuple[int, float, float, str], str] | None = None
             for name, items in ordered.items():
+                while cursor[name] < len(items) and items[cursor[name]].gang.id in decided:
+                    cursor[name] += 1
                 if cursor[name] < len(items):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
@@ -389,28 +398,77 @@ class Walk:
             w = ordered[name][cursor[name]]
             cursor[name] += 1
             self.step(w)
+        self.explain_deferred()
 
-    def step(self, w: GangWork) -> None:
-        """Decide one gang (see the module docstring, step 4)."""
+    def reserve_for_starving(self, ordered: dict[str, list[GangWork]]) -> set[str]:
+        """Before the walk: binding reservations for gangs past their starvation bound (or owed
+        their queue's share) that cannot start now, oldest first, queues in service order, at
+        most `backfill_depth_per_queue` per queue. Decided here, they are planned before any
+        other gang can take the capacity they wait for; every other gang (starving ones that
+        fit now included) is then walked in the multifactor order and may start only where it
+        delays none of these reservations. Returns the ids of the gangs decided."""
+        policy, prep = self.policy, self.prep
+        decided: set[str] = set()
+        if not policy.backfill or not (self._bounded() or policy.reserve_under_share):
+            return decided
+        queues = sorted(
+            ordered,
+            key=lambda n: queue_key(
+                prep.queues[n].queue.priority,
+                prep.queues[n].alloc_fair,
+                prep.queues[n].deserved,
+                prep.queues[n].queue.weight * prep.queues[n].fair_share,
+                n,
+            ),
+        )
+        cap = policy.backfill_depth_per_queue
+        for name in queues:
+            hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
+            hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
+            for w in hungry:
+                if cap > 0 and self.c.reserved_in.get(name, 0) >= cap:
+                    break
+                if not self._may_plan(w):
+                    return decided
+                if self.step(w, promoted=True):
+                    decided.add(w.gang.id)
+        return decided
+
+    def step(self, w: GangWork, promoted: bool = False) -> bool:
+        """Decide one gang (see the module docstring, step 4); returns whether it was decided.
+
+        `promoted` (a starving gang before the walk, see `reserve_for_starving`): a gang that
+        could start now, or that is not an ordinary waiting gang, is left undecided for the
+        walk, which starts it in its turn."""
         c, now = self.c, self.now
         gid = w.gang.id
         end = now + w.duration
+        if promoted and (
+            w.waiting_for_pods
+            or _over_limit(w, self.prep.index.pos)
+            or w.gpus > self.prep.capacity_gpu
+            or self.try_now(w, end).assignment is not None
+        ):
+            return False
         if w.waiting_for_pods:
             eta: float | None = None
             ending = 0
             if w.phantom and w.shapes and self._may_plan(w):
                 # Its reservation, as any waiting gang's: now if the stand-ins fit now (it is
                 # due: the grace starts), else the earliest start of the plan.
+                # Binding only where the reservation policy lets this gang reserve.
+                binding = self._may_reserve(w)
                 now_fit = self.try_now(w, end) if w.gpus <= self.prep.capacity_gpu else None
                 if now_fit is not None and now_fit.assignment is not None:
                     self.c.depth_used += 1
-                    self.hold(w, now_fit.assignment, now)
+                    if binding:
+                        self.hold(w, now_fit.assignment, now)
                     eta = now
                 else:
                     plan = self.plan(w)
                     if plan is not None:
                         eta, ending = plan.start, plan.ending
-                        if plan.outcome.assignment is not None:
+                        if binding and plan.outcome.assignment is not None:
                             self.hold(w, plan.outcome.assignment, plan.start)
             have = len(w.gang.members)
             message = f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending)
@@ -425,7 +483,7 @@ class Walk:
             if w.phantom and eta is not None and eta <= now:
                 decision = replace(decision, due_without_pods=True)
             c.reasons[gid] = decision
-            return
+            return True
         not_before = w.gang.not_before
         if not_before is not None and not_before > now:
             c.reasons[gid] = self.decision(
@@ -435,11 +493,11 @@ class Walk:
                 f"{format_duration(not_before - now)}",
                 eta=not_before,
             )
-            return
+            return True
         over = _over_limit(w, self.prep.index.pos)
         if over:
             c.reasons[gid] = self.decision(w, Reason.QUEUE_OVER_LIMIT, over)
-            return
+            return True
         if w.gpus > self.prep.capacity_gpu:
             c.reasons[gid] = self.decision(
                 w,
@@ -447,7 +505,7 @@ class Walk:
                 f"needs {units(w.gpus, True)}, more than the cluster has "
                 f"({self.prep.capacity_gpu} schedulable in total)",
             )
-            return
+            return True
         out = self.try_now(w, end)
         if out.assignment is not None:
             self.commit_now(w, out.assignment, end)
@@ -458,7 +516,7 @@ class Walk:
             reason = Reason.BACKFILLED if backfilled else Reason.SCHEDULED
             msg = self._bound_message(w, out, backfilled)
             c.reasons[gid] = self.decision(w, reason, msg, placement=self._placement(out))
-            return
+            return True
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
         if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
@@ -472,7 +530,7 @@ class Walk:
                 eta=now,
                 placement=self._placement(soon.outcome),
             )
-            return
+            return True
         evicted = self.try_evictions(w)
         if evicted is not None:
             what, got = evicted
@@ -484,11 +542,102 @@ class Walk:
                 eta=now,
                 placement=self._placement(got),
             )
-            return
-        plan = self.plan(w) if self._may_plan(w) else None
-        if plan is not None and plan.outcome.assignment is not None:
-            self.hold(w, plan.outcome.assignment, plan.start)
-        self.explain(w, end, out, plan)
+            return True
+        chosen: Plan | None = None
+        if self._may_plan(w):
+            why = self._not_binding(w)
+            if not why:
+                chosen = self.plan(w)
+                if chosen is not None and chosen.outcome.assignment is not None:
+                    self.hold(w, chosen.outcome.assignment, chosen.start)
+                    c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
+            else:
+                c.unreserved[gid] = why
+                c.depth_used += 1
+                c.deferred.append((w, end, out))
+                return True
+        self.explain(w, end, out, chosen)
+        return True
+
+    def explain_deferred(self) -> None:
+        """After the walk: gangs within the depth without a binding reservation get their
+        non-binding ETA (the sweep every reservation uses, holding nothing) and message."""
+        for w, end, out in self.c.deferred:
+            plan = None
+            if self.policy.estimate_unreserved:
+                plan = earliest_start(
+                    self.state, w, self.now, future=self.c.future, **self._caches()
+                )
+            self.explain(w, end, out, plan)
+
+    # -- which gangs hold binding reservations (issue 19) --------------------------------------
+
+    def _bounded(self) -> bool:
+        p = self.policy
+        return p.reserve_after_limits > 0 or p.reserve_after_s > 0
+
+    def _key(self, w: GangWork) -> GangKey:
+        work = w.fair * w.duration if w.fair else 0.0
+        return GangKey(w.gang, w.fair, work)
+
+    def _starving(self, w: GangWork) -> bool:
+        return (
+            self._bounded()
+            and self._may_reserve(w)
+            and self.now - w.gang.creation_time >= self._bound(w)
+        )
+
+    def _may_reserve(self, w: GangWork) -> bool:
+        """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
+        a gang of one pod fits wherever one node frees, so greedy placement in the order
+        serves it; only gangs whose members must be gathered from several places at once
+        need capacity held for them (LSF reserves slots for parallel jobs only)."""
+        return sum(len(s.pods) for s in w.shapes) >= self.policy.reserve_min_members
+
+    def _bound(self, w: GangWork) -> float:
+        """`w`'s starvation bound (`ordering.starvation_bound`), per member when
+        `reserve_per_member`."""
+        p = self.policy
+        members = sum(len(s.pods) for s in w.shapes) if p.reserve_per_member else 1
+        return starvation_bound(w.duration, p.reserve_after_limits, p.reserve_after_s, members)
+
+    def _owed_reserve(self, w: GangWork) -> bool:
+        return self.policy.reserve_under_share and self._may_reserve(w) and self._owed(w)
+
+    def _owed(self, w: GangWork) -> bool:
+        """Whether `w` fits within its queue's deserved share while another queue borrows
+        beyond its own: the queue is short of its share because of others (the condition for
+        reclaim). A lone queue is never owed anything: its share is whatever it can use."""
+        if not can_reclaim(w):
+            return False
+        me = w.queue.name
+        return any(q.over_share for name, q in self.prep.queues.items() if name != me)
+
+    def _not_binding(self, w: GangWork) -> str:
+        """Why `w` gets no binding reservation now ('' when it does): the rule that holds it
+        back from one, in words for its message."""
+        p, q = self.policy, w.queue
+        cap = p.backfill_depth_per_queue
+        if cap > 0 and self.c.reserved_in.get(q.name, 0) >= cap:
+            return f"queue {q.name} already holds {cap} reservation{'' if cap == 1 else 's'}"
+        if not self._bounded():
+            return ""
+        if not self._may_reserve(w):
+            m = self.policy.reserve_min_members
+            return (
+                f"only gangs of {m} or more members hold reservations; it starts where it fits "
+                "in its turn"
+            )
+        wait = max(0.0, self.now - w.gang.creation_time)
+        bound = self._bound(w)
+        if wait >= bound:
+            return ""
+        if p.reserve_under_share and self._owed(w):
+            return ""
+        return (
+            f"waited {_hours(wait)} of its {_hours(bound)} starvation bound, so it holds no "
+            "reservation yet and smaller gangs may start beside it"
+        )
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
@@ -532,6 +681,9 @@ class Walk:
         then = eta_phrase(eta, now, plan.ending if plan is not None else 0)
         if plan is None and self._may_plan(w) is False and self.policy.backfill:
             then = "; beyond the backfill depth, no expected start"
+        why = c.unreserved.get(gid)
+        if why:
+            then = (then + " (not binding)" if plan is not None else "") + "; " + why
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None
@@ -768,6 +920,12 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+def _hours(seconds: float) -> str:
+    if seconds == math.inf:
+        return "unbounded"
+    return f"{seconds / 3600:.3g} h"
 
 
 def _any(_cand: RunState, _chosen: list[RunState]) -> bool:

@@ -253,6 +253,28 @@ class Policy:
     phantom_grace: float = 600.0
     """Seconds a gang with `minResources` and no pods keeps its reservation (and its share of its
     queue's demand) after the reservation came due (`--phantom-grace-seconds`)."""
+    # -- reservation and order policy (issue 19); these defaults are the neutral ones (FIFO,
+    # every gang within the depth holds a binding reservation); the shipped defaults are the
+    # operator's (`phalanx.config`), which the simulator's `phalanx` policy uses too.
+    work_weight: float = 0.0
+    """Multifactor weight of requested work (GPUs × time limit, log scale; favours less)."""
+    reserve_after_limits: float = 0.0
+    """Starvation bound, relative: a gang holds a binding reservation only once it has waited
+    this many times its time limit (0: this part off). See `ordering.starving`."""
+    reserve_after_s: float = 0.0
+    """Starvation bound, absolute cap in seconds (0: off). Both 0: every gang reserves."""
+    reserve_under_share: bool = False
+    """A gang of a queue below its deserved share reserves before its bound."""
+    backfill_depth_per_queue: int = 0
+    """Binding reservations per queue per cycle (0: no cap beyond `backfill_depth`)."""
+    reserve_min_members: int = 0
+    """Only gangs of at least this many members (pods placed at once) hold binding
+    reservations (0 or 1: any gang)."""
+    reserve_per_member: bool = False
+    """Divide the starvation bound by the gang's members (pods placed at once)."""
+    estimate_unreserved: bool = True
+    """Give gangs within the depth that hold no reservation a non-binding ETA (a plan that
+    holds nothing). Decisions are the same either way; the simulator turns it off for speed."""
 
 
 # ---------------------------------------------------------------------------------------------

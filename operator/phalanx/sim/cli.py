@@ -38,20 +38,23 @@ def run_simulation(
     plots: Path | None = None,
     console: Console | None = None,
     progress: Callable[[int, int], None] | None = None,
+    settings: dict[str, str] | None = None,
+    keep: list[Any] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Load, replay, summarise (and plot): the command without its printing.
 
     With a `console`, long replays show a progress bar on it; `progress` (jobs arrived, jobs)
-    is called as well, for callers that log instead.
+    is called as well, for callers that log instead. `settings` change core `Policy` fields
+    (`--set`); the replay's `SimResult` is appended to `keep` when given (for `--compare`).
     """
     from phalanx.sim.engine import simulate as replay
     from phalanx.sim.nodes import load_cluster
-    from phalanx.sim.policies import get_policy
+    from phalanx.sim.policies import get_policy, with_settings
     from phalanx.sim.queues import load_queue_file, queues_for_trace
     from phalanx.sim.report import summarize
     from phalanx.sim.traces import load_trace
 
-    chosen = get_policy(policy)
+    chosen = with_settings(get_policy(policy), settings or {})
     loaded = load_trace(trace)
     cluster = load_cluster(shape)
     specs = load_queue_file(queues) if queues else queues_for_trace(loaded, cluster.total_gpus)
@@ -91,12 +94,27 @@ def run_simulation(
         jobs_in_trace=len(loaded.jobs),
         limit_jobs=limit_jobs,
     )
+    if settings:
+        summary["settings"] = dict(sorted(settings.items()))
+    summary["skipped_rows"] = dict(loaded.skipped)
+    if loaded.malformed and console is not None:
+        for line in loaded.malformed[:20]:
+            console.print(f"phalanx: skipped {line}", highlight=False, markup=False, soft_wrap=True)
+        more = len(loaded.malformed) - 20
+        if more > 0:
+            console.print(f"phalanx: ... and {more} more malformed rows", highlight=False)
     paths: list[Path] = []
     if plots is not None:
         from phalanx.sim.plots import write_plots
 
-        paths = write_plots(result, plots, f"{Path(trace.partition(':')[2]).name} on {shape}")
+        paths = write_plots(result, plots, _title(trace, shape))
+    if keep is not None:
+        keep.append(result)
     return summary, paths
+
+
+def _title(trace: str, shape: str) -> str:
+    return f"{Path(trace.partition(':')[2]).name} on {shape}"
 
 
 def simulate(
@@ -122,12 +140,42 @@ def simulate(
     cycle_interval: Annotated[
         float, typer.Option(help="Seconds of virtual time between cycles (0: every event).")
     ] = DEFAULT_INTERVAL_S,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="FIELD=VALUE: change one core Policy field (repeatable), e.g. work_weight=2.",
+        ),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            help="POLICY,POLICY,…: replay each, print one side-by-side table and write "
+            "comparison plots (into --plots, default ./phalanx-compare).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Replay a GPU-cluster trace through the scheduling core, without a cluster."""
     err = Console(stderr=True)
-    if policy not in POLICIES:
-        err.print(f"phalanx: unknown policy {policy!r}: use one of {', '.join(POLICIES)}")
-        raise typer.Exit(2)
+    settings: dict[str, str] = {}
+    for item in set_ or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            err.print(f"phalanx: --set {item!r}: expected FIELD=VALUE", highlight=False)
+            raise typer.Exit(2)
+        settings[name.strip()] = value.strip()
+    names = [p.strip() for p in compare.split(",") if p.strip()] if compare else [policy]
+    for name in names:
+        if name not in POLICIES:
+            err.print(f"phalanx: unknown policy {name!r}: use one of {', '.join(POLICIES)}")
+            raise typer.Exit(2)
+    if compare:
+        _compare(
+            err, names, trace, shape, queues, seed, limit_jobs, cycle_interval, settings,
+            plots or Path("phalanx-compare"), json_out,
+        )  # fmt: skip
+        return
     try:
         summary, paths = run_simulation(
             trace,
@@ -139,6 +187,7 @@ def simulate(
             cycle_interval_s=cycle_interval,
             plots=plots,
             console=err,
+            settings=settings,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         # soft_wrap: one line however narrow the terminal (rich would break it at its width).
@@ -164,3 +213,63 @@ def _print_table(summary: dict[str, Any]) -> None:
     for name, value in table_rows(summary):
         table.add_row(name, value)
     Console().print(table)
+
+
+def _compare(
+    err: Console,
+    names: list[str],
+    trace: str,
+    shape: str,
+    queues: Path | None,
+    seed: int,
+    limit_jobs: int | None,
+    cycle_interval: float,
+    settings: dict[str, str],
+    plots: Path,
+    json_out: Path | None,
+) -> None:
+    """`--compare`: replay each policy (settings apply to every one that has a core), print
+    one table with a column per policy, write the comparison plots on shared axes."""
+    from phalanx.sim.plots import write_comparison
+    from phalanx.sim.report import table_rows
+
+    summaries: list[dict[str, Any]] = []
+    results: list[Any] = []
+    try:
+        for name in names:
+            sets = settings if POLICIES[name].core is not None else {}
+            summary, _ = run_simulation(
+                trace,
+                shape,
+                name,
+                queues=queues,
+                seed=seed,
+                limit_jobs=limit_jobs,
+                cycle_interval_s=cycle_interval,
+                console=err,
+                settings=sets,
+                keep=results,
+            )
+            summaries.append(summary)
+        paths = write_comparison(results, plots, _title(trace, shape))
+    except (ValueError, OSError, RuntimeError) as exc:
+        err.print(f"phalanx: {exc}", highlight=False, markup=False)
+        raise typer.Exit(1) from None
+    if json_out is not None:
+        text = json.dumps(summaries, indent=2)
+        if str(json_out) == "-":
+            print(text)
+            return
+        json_out.write_text(text + "\n", encoding="utf-8")
+    table = Table(title=f"{summaries[0]['trace']} on {shape}")
+    table.add_column("figure")
+    rows = [table_rows(s) for s in summaries]
+    for s in summaries:
+        table.add_column(str(s["policy"]), justify="right")
+    for k, (figure, _) in enumerate(rows[0]):
+        if figure == "policy":
+            continue
+        table.add_row(figure, *(r[k][1] for r in rows))
+    Console().print(table)
+    for path in paths:
+        err.print(f"wrote {path}", highlight=False)

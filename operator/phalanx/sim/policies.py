@@ -1,4 +1,4 @@
-"""The four `phalanx simulate --policy` choices, as configurations of one harness.
+"""The `phalanx simulate --policy` choices, as configurations of one harness.
 
 Every baseline that can be written as a configuration of the core *is* one, so the comparison
 measures the policy, not two implementations: same placement code, same replay, same limits.
@@ -11,21 +11,32 @@ Only `pod` (no gangs at all) needs its own small placement routine (`phalanx.sim
   preemption; a gang that does not fit is skipped (as scheduler-plugins coscheduling does).
 - `volcano`: gangs with weighted proportional queues (guarantees and weights) and reclaim of
   borrowed capacity, but no backfill reservations and no usage decay (Volcano's `proportion`).
-- `phalanx`: everything on — reservations with time-limit backfill, reclaim, preemption, and
-  decayed fair share (7-day half-life) — with the backfill depth set to `PHALANX_BACKFILL_DEPTH`
-  (the operator's `--backfill-depth`), not the product default of 100; see that constant.
+- `phalanx`: the operator's shipped defaults (`phalanx.config.OperatorConfig().to_policy()`, so
+  the simulator and the operator run one `Policy`): reclaim, preemption, decayed fair share,
+  time-limit backfill with starvation-bounded reservations and the multifactor order with a
+  work term (issue 19; `bench/SIM.md` says why each default is what it is). The only
+  difference: gangs that hold no reservation get no non-binding ETA here
+  (`estimate_unreserved=False`), which changes no decision and saves the plans.
+- `phalanx-conservative`: the policy `phalanx` was before issue 19 — FIFO, and the first gang
+  of the walk that cannot start holds a binding reservation at once (backfill depth
+  `PHALANX_BACKFILL_DEPTH`), everything else backfills around it.
+
+`with_settings` derives a variant with some core `Policy` fields changed (`phalanx simulate
+--set FIELD=VALUE`), for measuring one mechanism at a time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields, replace
 
 from phalanx.core import Policy
 
 PHALANX_BACKFILL_DEPTH = 1
-"""Reservations per cycle of the simulated `phalanx` policy: only the first gang of the walk
-that cannot start gets one (EASY backfill, as Slurm's `bf_max_job_test` or Maui's reservation
-depth set low); every later gang starts if it fits and delays that one reservation.
+"""Reservations per cycle of `phalanx-conservative` (the simulated `phalanx` before issue 19):
+only the first gang of the walk that cannot start gets one (EASY backfill, as Slurm's
+`bf_max_job_test` or Maui's reservation depth set low); every later gang starts if it fits and
+delays that one reservation.
 
 Why not the product default of 100 (conservative backfill): measured on ITP cluster04 (medium),
 reservations for every waiting gang within depth 100 hold capacity for whichever gangs are
@@ -35,6 +46,13 @@ the full trace. On its first 3,000 jobs: volcano 15.1 h, depth 100 17.5 h, depth
 depth 1 15.4 h; the worst wait of the largest gangs 67.9 h, 41.3 h, 42.1 h, 43.3 h. Exact time
 limits instead of the rounded ones did not help (18.6 h at depth 100), so the rounding is not
 the cause; the number of reservations is. `bench/SIM.md` has the full-trace figures."""
+
+
+def shipped_policy() -> Policy:
+    """The operator's default `Policy` (its config defaults), without non-binding ETAs."""
+    from phalanx.config import OperatorConfig
+
+    return replace(OperatorConfig().to_policy(), estimate_unreserved=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +100,18 @@ POLICIES: dict[str, SimPolicy] = {
         ),
         SimPolicy(
             "phalanx",
-            "gangs, fair-share queues with 7-day usage decay, reclaim, preemption, and "
-            "time-limit backfill behind a reservation for the first gang that cannot start "
-            f"(backfill depth {PHALANX_BACKFILL_DEPTH})",
+            "the operator's defaults: gangs, fair-share queues with 7-day usage decay, reclaim, "
+            "preemption, multifactor order with a work term, time-limit backfill with "
+            "starvation-bounded reservations",
+            core=shipped_policy(),
+            queues=True,
+            usage_decay=True,
+        ),
+        SimPolicy(
+            "phalanx-conservative",
+            "Phalanx before issue 19: gangs, fair-share queues with 7-day usage decay, reclaim, "
+            "preemption, FIFO, time-limit backfill behind a reservation for the first gang "
+            f"that cannot start (backfill depth {PHALANX_BACKFILL_DEPTH})",
             core=Policy(backfill_depth=PHALANX_BACKFILL_DEPTH),
             queues=True,
             usage_decay=True,
@@ -100,3 +127,50 @@ def get_policy(name: str) -> SimPolicy:
         return POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}: use one of {', '.join(POLICIES)}") from None
+
+
+_SETTABLE = {
+    f.name: f.type
+    for f in fields(Policy)
+    if f.name not in ("topology_levels", "fair_share_resource", "estimate_unreserved")
+}
+
+
+def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
+    """`policy` with core fields changed (`name=value` strings, as `--set` gives them).
+
+    `ValueError` naming the setting for an unknown field, a value that is not a number (or not
+    true/false for a switch), or a negative or non-finite number."""
+    if not settings:
+        return policy
+    if policy.core is None:
+        raise ValueError(f"policy {policy.name!r} has no core settings to change")
+    changes: dict[str, object] = {}
+    for name, raw in settings.items():
+        kind = _SETTABLE.get(name)
+        if kind is None:
+            raise ValueError(f"--set {name}: not a setting; use one of {', '.join(_SETTABLE)}")
+        text = raw.strip().lower()
+        if kind == "bool":
+            if text not in ("true", "false", "1", "0"):
+                raise ValueError(f"--set {name}={raw}: must be true or false")
+            changes[name] = text in ("true", "1")
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"--set {name}={raw}: not a number") from None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"--set {name}={raw}: must be a finite number >= 0")
+        if kind == "int":
+            if value != int(value):
+                raise ValueError(f"--set {name}={raw}: must be a whole number")
+            changes[name] = int(value)
+        else:
+            changes[name] = value
+    label = ",".join(f"{k}={v}" for k, v in sorted(settings.items()))
+    return replace(
+        policy,
+        description=f"{policy.description}; with {label}",
+        core=replace(policy.core, **changes),  # type: ignore[arg-type]
+    )

@@ -27,7 +27,7 @@ def test_second_job_starts_exactly_when_the_first_ends(policy: str) -> None:
     assert got == {"a": (0, 100), "b": (100, 150)}
 
 
-@pytest.mark.parametrize("policy", ["fifo-gang", "volcano", "phalanx"])
+@pytest.mark.parametrize("policy", ["fifo-gang", "volcano", "phalanx", "phalanx-conservative"])
 def test_gangs_share_out_nodes_whole(policy: str) -> None:
     """Two nodes; a 16-GPU gang at 0 takes both; two 8-GPU jobs queued behind it start when it
     ends, together."""
@@ -53,13 +53,29 @@ def _backfill_trace() -> list:
 
 
 def test_phalanx_backfills_the_short_job_and_keeps_the_reservation() -> None:
-    """C backfills at 2; D is held back, so B starts the moment A ends (5000) and D after B."""
-    got = starts("phalanx", _backfill_trace(), nodes=2)
+    """`phalanx-conservative` (every gang reserves at once): C backfills at 2; D is held back,
+    so B starts the moment A ends (5000) and D after B."""
+    got = starts("phalanx-conservative", _backfill_trace(), nodes=2)
     assert got == {
         "a": (0, 5000),
         "c": (2, 602),
         "b": (5000, 5100),
         "d": (5100, 10100),
+    }
+
+
+def test_shipped_phalanx_lets_a_gang_run_beside_a_fresh_reservation() -> None:
+    """The shipped `phalanx`: B's starvation bound is its time limit (100 s run → 30 min,
+    1800 s). C backfills at 2 as before; when C ends at 602 B has waited 601 s < 1800 s and
+    holds nothing binding, so D takes the free node (602 → 5602). B passes its bound at 1801
+    and reserves both nodes from 7802 (D's limit; A's is 7200); A ends at 5000, D at 5602, and
+    the cycle then finds both free: B runs 5602 → 5702."""
+    got = starts("phalanx", _backfill_trace(), nodes=2)
+    assert got == {
+        "a": (0, 5000),
+        "c": (2, 602),
+        "d": (602, 5602),
+        "b": (5602, 5702),
     }
 
 
@@ -139,18 +155,22 @@ def _depth_trace() -> list:
 
 
 def _with_depth(depth: int) -> SimPolicy:
-    policy = get_policy("phalanx")
+    policy = get_policy("phalanx-conservative")
     assert policy.core is not None
     return replace(policy, core=replace(policy.core, backfill_depth=depth))
 
 
 def test_simulated_phalanx_reserves_for_the_first_waiting_gang_only() -> None:
-    """The `phalanx` policy runs with backfill depth 1 (EASY): only B is reserved, so D starts
-    at 3 (it ends before 28800); C waits for two free nodes until D ends (10003); B starts when
-    E ends (20000), never delayed."""
-    assert POLICIES["phalanx"].core is not None
-    assert POLICIES["phalanx"].core.backfill_depth == PHALANX_BACKFILL_DEPTH == 1
-    result = simulate(_depth_trace(), cluster(3), single_queue(), get_policy("phalanx"))
+    """The `phalanx-conservative` policy (the simulated `phalanx` before issue 19) runs with
+    backfill depth 1 (EASY): only B is reserved, so D starts at 3 (it ends before 28800); C
+    waits for two free nodes until D ends (10003); B starts when E ends (20000), never
+    delayed."""
+    conservative = POLICIES["phalanx-conservative"].core
+    assert conservative is not None
+    assert conservative.backfill_depth == PHALANX_BACKFILL_DEPTH == 1
+    result = simulate(
+        _depth_trace(), cluster(3), single_queue(), get_policy("phalanx-conservative")
+    )
     got = {j.id: (j.start_s, j.end_s) for j in result.completed}
     assert got == {
         "a": (0, 1000),

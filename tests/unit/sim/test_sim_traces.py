@@ -99,13 +99,15 @@ class TestPhilly:
             ("2017-10-09 07:01:55,5,1,5", "expected 5 fields, got 4"),
         ],
     )
-    def test_malformed_row_names_file_and_line(
+    def test_malformed_row_is_reported_by_line_and_skipped(
         self, tmp_path: Path, row: str, problem: str
     ) -> None:
-        path = write(tmp_path, "philly.csv", PHILLY_HEADER + "2017-10-09 07:00:00,1,1,1,a\n" + row)
-        with pytest.raises(TraceFormatError) as error:
-            load_philly(path)
-        message = str(error.value)
+        good = "2017-10-09 07:00:00,1,1,1,a\n"
+        path = write(tmp_path, "philly.csv", PHILLY_HEADER + good + row + "\n" + good)
+        trace = load_philly(path)
+        assert [j.id for j in trace.jobs] == ["philly-2", "philly-4"]
+        assert trace.skipped == {"malformed": 1}
+        (message,) = trace.malformed
         assert message.startswith(f"{path}:3: ")
         assert problem in message
         assert "\n" not in message
@@ -154,10 +156,16 @@ class TestItp:
         path = write(tmp_path, "c.csv", ITP_HEADER + "b,20,1,1\na,10,1,1\nc,20,1,1\n")
         assert [j.id for j in load_itp(path).jobs] == ["a", "b", "c"]
 
-    def test_duplicate_id_is_an_error(self, tmp_path: Path) -> None:
-        path = write(tmp_path, "c.csv", ITP_HEADER + "a,1,1,1\na,2,1,1\n")
-        with pytest.raises(TraceFormatError, match=r"c\.csv:3: job_id: 'a' appears twice"):
-            load_itp(path)
+    def test_duplicate_id_is_reported_and_skipped(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "c.csv", ITP_HEADER + "a,1,1,1\na,2,1,1\nb,x,1,1\nc,3,1,0\n")
+        trace = load_itp(path)
+        assert [j.id for j in trace.jobs] == ["a"]
+        assert trace.skipped == {"zero_gpus": 1, "malformed": 2}
+        todo = "; fix or remove that row, or check that the file is a trace of the kind given"
+        assert trace.malformed == (
+            f"{path}:3: job_id: 'a' appears twice{todo}",
+            f"{path}:4: submission_time: not a number: 'x'{todo}",
+        )
 
     def test_zero_gpus_skipped(self, tmp_path: Path) -> None:
         trace = load_itp(write(tmp_path, "c.csv", ITP_HEADER + "a,1,1,0\nb,2,1,1\n"))

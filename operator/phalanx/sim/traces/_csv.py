@@ -2,8 +2,10 @@
 
 The loaders stream rows with `csv.reader` (not `DictReader`: index look-ups are about twice as
 fast on the 82k-row Philly file) and turn every parse failure into a `TraceFormatError` naming
-the file and line, because these are fixed published files: a row that does not parse means
-the wrong file or a damaged copy, and silently dropping it would change every result.
+the file and line. A header that does not fit means the wrong file and stops the load; a data
+row that does not parse is reported by its line and skipped (`CsvRows.reject`), and the count
+of such rows is in the trace's `skipped["malformed"]`, so nothing is dropped silently and one
+damaged row does not cost the whole replay (issue 19).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ class CsvRows:
             )
         self.col = {name: i for i, name in enumerate(header)}
         self.width = len(header)
+        #: Data rows skipped because they did not parse, in file order.
+        self.malformed: list[TraceFormatError] = []
+
+    def reject(self, error: TraceFormatError) -> None:
+        """Skip the row `error` is about (the loader calls this instead of raising)."""
+        self.malformed.append(error)
 
     def __enter__(self) -> CsvRows:
         return self
@@ -62,11 +70,14 @@ class CsvRows:
                 if not fields:
                     continue
                 if len(fields) != self.width:
-                    raise TraceFormatError(
-                        self.path,
-                        reader.line_num,
-                        f"expected {self.width} fields, got {len(fields)}",
+                    self.reject(
+                        TraceFormatError(
+                            self.path,
+                            reader.line_num,
+                            f"expected {self.width} fields, got {len(fields)}",
+                        )
                     )
+                    continue
                 yield reader.line_num, fields
         except (csv.Error, UnicodeDecodeError) as exc:
             raise TraceFormatError(self.path, reader.line_num, f"unreadable row: {exc}") from exc

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from phalanx.sim.traces._csv import CsvRows, parse_count, parse_duration, parse_number
-from phalanx.sim.traces.records import Trace, TraceFormatError, TraceJob
+from phalanx.sim.traces.records import Trace, TraceFormatError, TraceJob, skipped_counts
 
 _COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
 
@@ -35,22 +35,32 @@ def load_itp(path: Path | str) -> Trace:
         i_id, i_sub = rows.col["job_id"], rows.col["submission_time"]
         i_dur, i_gpu = rows.col["duration"], rows.col["num_gpu"]
         for line, fields in rows:
-            job_id = fields[i_id].strip()
-            if not job_id:
-                raise TraceFormatError(path, line, "job_id: empty")
-            if job_id in seen:
-                raise TraceFormatError(path, line, f"job_id: {job_id!r} appears twice")
-            seen.add(job_id)
-            submitted = parse_number(path, line, "submission_time", fields[i_sub])
-            if submitted < 0:
-                raise TraceFormatError(path, line, f"submission_time: negative: {submitted}")
-            duration = parse_duration(path, line, "duration", fields[i_dur])
-            gpus = parse_count(path, line, "num_gpu", fields[i_gpu])
-            if gpus == 0:
-                zero_gpus += 1
-                continue
-            job = TraceJob(id=job_id, submit_s=submitted, gpus=gpus, duration_s=duration)
-            raw.append((submitted, line, job))
+            try:
+                job_id = fields[i_id].strip()
+                if not job_id:
+                    raise TraceFormatError(path, line, "job_id: empty")
+                if job_id in seen:
+                    raise TraceFormatError(path, line, f"job_id: {job_id!r} appears twice")
+                seen.add(job_id)
+                submitted = parse_number(path, line, "submission_time", fields[i_sub])
+                if submitted < 0:
+                    raise TraceFormatError(path, line, f"submission_time: negative: {submitted}")
+                duration = parse_duration(path, line, "duration", fields[i_dur])
+                gpus = parse_count(path, line, "num_gpu", fields[i_gpu])
+                if gpus == 0:
+                    zero_gpus += 1
+                    continue
+                job = TraceJob(id=job_id, submit_s=submitted, gpus=gpus, duration_s=duration)
+                raw.append((submitted, line, job))
+            except TraceFormatError as exc:
+                rows.reject(exc)
+        malformed = rows.malformed
     raw.sort(key=lambda item: (item[0], item[1]))
-    skipped = {"zero_gpus": zero_gpus} if zero_gpus else {}
-    return Trace(kind="itp", source=path, jobs=[job for _, _, job in raw], skipped=skipped)
+    skipped = skipped_counts({"zero_gpus": zero_gpus}, malformed)
+    return Trace(
+        kind="itp",
+        source=path,
+        jobs=[job for _, _, job in raw],
+        skipped=skipped,
+        malformed=tuple(str(e) for e in malformed),
+    )

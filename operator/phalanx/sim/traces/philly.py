@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from phalanx.sim.traces._csv import CsvRows, parse_count, parse_duration
-from phalanx.sim.traces.records import Trace, TraceFormatError, TraceJob
+from phalanx.sim.traces.records import Trace, TraceFormatError, TraceJob, skipped_counts
 
 _COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
 _VC_COLUMNS = ("vc", "node num")
@@ -39,22 +39,26 @@ def load_philly(path: Path | str) -> Trace:
         i_ts, i_dur = rows.col["timestamp"], rows.col["duration"]
         i_gpu, i_vc = rows.col["num_gpus"], rows.col["cluster"]
         for line, fields in rows:
-            text = fields[i_ts]
             try:
-                submitted = (datetime.fromisoformat(text) - _EPOCH).total_seconds()
-            except ValueError:
-                raise TraceFormatError(
-                    path, line, f"timestamp: not YYYY-MM-DD HH:MM:SS: {text!r}"
-                ) from None
-            duration = parse_duration(path, line, "duration", fields[i_dur])
-            gpus = parse_count(path, line, "num_gpus", fields[i_gpu])
-            vc = fields[i_vc].strip()
-            if not vc:
-                raise TraceFormatError(path, line, "cluster: empty virtual-cluster id")
-            if gpus == 0:
-                zero_gpus += 1
-                continue
-            raw.append((submitted, line, duration, gpus, vc))
+                text = fields[i_ts]
+                try:
+                    submitted = (datetime.fromisoformat(text) - _EPOCH).total_seconds()
+                except ValueError:
+                    raise TraceFormatError(
+                        path, line, f"timestamp: not YYYY-MM-DD HH:MM:SS: {text!r}"
+                    ) from None
+                duration = parse_duration(path, line, "duration", fields[i_dur])
+                gpus = parse_count(path, line, "num_gpus", fields[i_gpu])
+                vc = fields[i_vc].strip()
+                if not vc:
+                    raise TraceFormatError(path, line, "cluster: empty virtual-cluster id")
+                if gpus == 0:
+                    zero_gpus += 1
+                    continue
+                raw.append((submitted, line, duration, gpus, vc))
+            except TraceFormatError as exc:
+                rows.reject(exc)
+        malformed = rows.malformed
     raw.sort()
     origin = raw[0][0] if raw else 0.0
     jobs = [
@@ -67,8 +71,14 @@ def load_philly(path: Path | str) -> Trace:
         )
         for submitted, line, duration, gpus, vc in raw
     ]
-    skipped = {"zero_gpus": zero_gpus} if zero_gpus else {}
-    return Trace(kind="philly", source=path, jobs=jobs, skipped=skipped)
+    skipped = skipped_counts({"zero_gpus": zero_gpus}, malformed)
+    return Trace(
+        kind="philly",
+        source=path,
+        jobs=jobs,
+        skipped=skipped,
+        malformed=tuple(str(e) for e in malformed),
+    )
 
 
 def load_philly_vc_sizes(path: Path | str) -> dict[str, int]:

@@ -90,6 +90,17 @@ class Trace:
     source: Path
     jobs: list[TraceJob]
     skipped: Mapping[str, int] = field(default_factory=dict)
+    malformed: tuple[str, ...] = ()
+    """One line per data row skipped because it did not parse (`file:line: problem`); their
+    count is `skipped["malformed"]`."""
+
+
+def skipped_counts(counts: dict[str, int], malformed: list[TraceFormatError]) -> dict[str, int]:
+    """`counts` without zero entries, plus `malformed` when rows were rejected."""
+    out = {k: v for k, v in counts.items() if v}
+    if malformed:
+        out["malformed"] = len(malformed)
+    return out
 
 
 def pod_gpu_split(gpus: int) -> list[int]:

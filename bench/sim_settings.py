@@ -1,0 +1,150 @@
+"""Replays of policy *settings* (issue 19): each mechanism alone and together, per trace.
+
+`make bench-sim` compares the named policies; this script replays variants of them
+(`phalanx simulate --set FIELD=VALUE`), one at a time and in this process, and appends one
+JSON line per replay to `bench/results/sim-settings.jsonl` (the trace label, the setting's
+name, the policy and settings, and the replay's summary). `bench/sim_bench.py` reads that file
+for the Pareto plot (mean wait against the largest class's worst wait, one point per policy
+and per setting) and the table of what each mechanism bought alone.
+
+    bench/sim_settings.py --only itp-cluster04 --setting work-alone --setting bound-alone
+
+A setting already recorded for a trace (same name, same settings, same job limit) is skipped,
+so an interrupted sweep can be resumed. Run it under `nice`: a Philly replay takes ~20 min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "sim-settings.jsonl"
+
+SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
+    # name: (base policy, settings, what it measures)
+    "work-alone": (
+        "phalanx-conservative",
+        {"work_weight": "1"},
+        "the work term alone: `phalanx-conservative` (EASY, depth 1) ordered by age − work",
+    ),
+    "bound-alone": (
+        "phalanx",
+        {"work_weight": "0"},
+        "starvation-bounded reservations alone: the shipped policy in FIFO order (work 0)",
+    ),
+    "work+easy-per-queue": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "reserve_after_limits": "0", "reserve_after_s": "0"},
+        "the work term with no bound: the first gang of each queue that cannot start reserves",
+    ),
+    "per-queue-1": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1"},
+        "the shipped policy with one binding reservation per queue",
+    ),
+    "abs-24h-per-queue-1": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "reserve_after_limits": "0"},
+        "an absolute 24 h bound only, one reservation per queue",
+    ),
+    "cap-12h": ("phalanx", {"reserve_after_s": "43200"}, "the bound capped at 12 h, not 24 h"),
+    "age-weight-2": ("phalanx", {"age_weight": "2"}, "twice the age weight"),
+    "bound-per-member": (
+        "phalanx",
+        {"reserve_per_member": "true"},
+        "the bound divided by the gang's members (large gangs reserve sooner)",
+    ),
+    "no-under-share": (
+        "phalanx",
+        {"reserve_under_share": "false"},
+        "the shipped policy without the under-share exception",
+    ),
+}
+
+
+def traces() -> dict[str, tuple[str, str]]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from sim_bench import runs
+
+    return {label: (trace, shape) for label, trace, shape, _ in runs()}
+
+
+def record(
+    label: str, name: str, policy: str, settings: dict[str, str], limit: int | None
+) -> dict[str, Any]:
+    """Replay one setting on one trace and return its JSON line."""
+    sys.path.insert(0, str(ROOT / "operator"))
+    from phalanx.sim.cli import run_simulation
+
+    trace, shape = traces()[label]
+    began = time.time()
+    summary, _ = run_simulation(
+        trace, shape, policy, limit_jobs=limit, cycle_interval_s=60.0, settings=settings
+    )
+    summary["label"] = label
+    summary["finished_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    summary["wall_s"] = time.time() - began
+    return {"label": label, "name": name, "policy": policy, "settings": settings,
+            "limit_jobs": limit, "summary": summary}  # fmt: skip
+
+
+def recorded(path: Path = OUT) -> list[dict[str, Any]]:
+    """Every line of the settings file (none if there is no file)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="trace labels (default: all)")
+    parser.add_argument("--setting", action="append", help=f"of {', '.join(SETTINGS)}")
+    parser.add_argument(
+        "--custom",
+        nargs=3,
+        action="append",
+        metavar=("NAME", "POLICY", "FIELD=VALUE,..."),
+        help="a setting not in the list",
+    )
+    parser.add_argument("--quick", type=int, default=None, metavar="N")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    chosen: list[tuple[str, str, dict[str, str]]] = []
+    for name in args.setting or ([] if args.custom else list(SETTINGS)):
+        policy, settings, _ = SETTINGS[name]
+        chosen.append((name, policy, settings))
+    for name, policy, text in args.custom or []:
+        pairs = dict(p.split("=", 1) for p in text.split(",") if p)
+        chosen.append((name, policy, pairs))
+    done = {
+        (r["label"], r["name"], json.dumps(r["settings"], sort_keys=True), r["limit_jobs"])
+        for r in recorded(args.out)
+    }
+    labels = args.only or list(traces())
+    for label in labels:
+        for name, policy, settings in chosen:
+            key = (label, name, json.dumps(settings, sort_keys=True), args.quick)
+            if key in done:
+                print(f"{label} {name}: recorded, skipped", flush=True)
+                continue
+            line = record(label, name, policy, settings, args.quick)
+            s = line["summary"]
+            print(
+                f"{label} {name}: util {s['gpu_utilization']:.2%}, mean "
+                f"{s['wait_mean_s'] / 3600:.2f} h, p95 {s['wait_p95_s'] / 3600:.2f} h, largest "
+                f"{(s['largest_gang_wait_max_s'] or 0) / 3600:.1f} h, wall {s['wall_s']:.0f} s",
+                flush=True,
+            )
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with args.out.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

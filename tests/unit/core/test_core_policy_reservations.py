@@ -1,0 +1,222 @@
+"""Hand-worked cycles pinning the reservation and order policy of issue 19.
+
+Every test is one cycle at `NOW` on 8-GPU nodes `s0-l0-n00`, `s0-l0-n01`, ... (one leaf); the
+times in the docstrings are the ones asserted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from core_builders import fabric, gang, queue, running, snapshot
+
+from phalanx.core import Policy, Reason, schedule
+from phalanx.core.model import PendingGang
+from phalanx.core.ordering import GangKey, gang_order, starving
+
+NOW = 10_000.0
+N0, N1 = "s0-l0-n00", "s0-l0-n01"
+BOUNDED = Policy(reserve_after_limits=1.0)
+"""Starvation bound = 1 × the gang's time limit; FIFO order otherwise."""
+
+
+def _two_nodes(big_created: float) -> tuple[Policy, object]:
+    """n00 runs `r` (8 GPUs) until NOW + 100 (its limit); n01 is free. Pending, in FIFO order:
+    `big` (2 × 8 GPUs, limit 1,000 s, created at `big_created`) and `long` (8 GPUs, limit
+    500 s, created at NOW - 1): `long` fits n01 now but would run until NOW + 500."""
+    run = [running("r").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("big").pods(2).created(big_created).time_limit(1000),
+        gang("long").pods(1).created(NOW - 1).time_limit(500),
+    ]
+    return BOUNDED, snapshot(fabric(1, 1, 2), running=run, pending=pending)
+
+
+def test_a_starving_gang_gets_its_binding_reservation() -> None:
+    """`big` has waited 3,600 s >= its bound of 1 × 1,000 s: it holds n00 + n01 from NOW + 100
+    (when `r` reaches its limit), and `long` (would end at NOW + 500) may not start on n01."""
+    policy, snap = _two_nodes(big_created=NOW - 3600)
+    r = schedule(snap, policy, NOW)  # type: ignore[arg-type]
+    assert r.reservations["ns/big"].start == NOW + 100
+    assert set(r.reservations["ns/big"].nodes) == {N0, N1}
+    assert r.gangs["ns/big"].estimated_start == NOW + 100
+    assert r.bindings == {}
+    assert r.gangs["ns/long"].reason == Reason.WAITING_FOR_RESERVATION
+    assert "reserved for ns/big" in r.gangs["ns/long"].message
+
+
+def test_a_fresh_gang_holds_nothing_and_a_smaller_one_runs_beside_it() -> None:
+    """`big` has waited 500 s < its bound of 1,000 s: no binding reservation, so `long` starts
+    on n01 now (until NOW + 500); `big` keeps a non-binding ETA from the same sweep, planned
+    after the walk (so after `long`): NOW + 500, and its message names the rule that holds it
+    back."""
+    policy, snap = _two_nodes(big_created=NOW - 500)
+    r = schedule(snap, policy, NOW)  # type: ignore[arg-type]
+    assert set(r.bindings) == {"ns/long"}
+    assert dict(r.bindings["ns/long"]) == {"long-000": N1}
+    assert r.gangs["ns/long"].reason == Reason.SCHEDULED
+    assert "ns/big" not in r.reservations
+    assert r.gangs["ns/big"].estimated_start == NOW + 500
+    message = r.gangs["ns/big"].message
+    assert "(not binding)" in message
+    assert "waited 0.139 h of its 0.278 h starvation bound" in message
+
+
+def test_the_conservative_policy_reserves_for_the_fresh_gang_too() -> None:
+    """Both bounds 0 (the neutral `Policy()`): `big` reserves at once (NOW + 100), `long`
+    waits, as before issue 19."""
+    _, snap = _two_nodes(big_created=NOW - 500)
+    r = schedule(snap, Policy(), NOW)  # type: ignore[arg-type]
+    assert r.reservations["ns/big"].start == NOW + 100
+    assert r.bindings == {}
+
+
+def test_a_short_job_backfills_beside_a_binding_reservation() -> None:
+    """`big` is starving and holds n00 + n01 from NOW + 100; `short` (8 GPUs, limit 60 s) ends
+    by NOW + 60, before the reservation, so it starts on n01 now, `Backfilled`."""
+    run = [running("r").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("big").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("short").pods(1).created(NOW - 1).time_limit(60),
+    ]
+    r = schedule(snapshot(fabric(1, 1, 2), running=run, pending=pending), BOUNDED, NOW)
+    assert r.reservations["ns/big"].start == NOW + 100
+    assert dict(r.bindings["ns/short"]) == {"short-000": N1}
+    assert r.gangs["ns/short"].reason == Reason.BACKFILLED
+
+
+def test_a_starving_gang_is_walked_first_across_queues() -> None:
+    """Queue `a` is idle (share 0) and would be served first; queue `b`'s `big` has waited
+    3,600 s (bound 1,000 s) and is walked before `a`'s fresh gang, so it reserves n00 + n01
+    from NOW + 100 and `a/long` (until NOW + 500) may not start on n01."""
+    run = [running("r").queue("b").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("big").queue("b").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("long").queue("a").pods(1).created(NOW - 1).time_limit(500),
+    ]
+    snap = snapshot(fabric(1, 1, 2), [queue("a"), queue("b")], run, pending)
+    r = schedule(snap, BOUNDED, NOW)
+    assert r.reservations["ns/big"].start == NOW + 100
+    assert r.bindings == {}
+
+
+def test_a_gang_of_a_queue_below_its_share_reserves_before_its_bound() -> None:
+    """Three nodes. Queue `b` runs `r` on n00 (until NOW + 100) and `r2` on n02 (no limit),
+    neither reclaimable (its queue lends nothing back), and has `long` pending: it deserves 8 of
+    the 24 GPUs and borrows 8. Queue `a` (weight 2) holds nothing and deserves 16: its `big` (16 GPUs) has
+    waited only 500 s (bound 1,000 s), but its queue is owed its share while `b` borrows, so
+    `reserve_under_share` lets it reserve n00 + n01 from NOW + 100 and `long` may not take
+    n01. Without the exception `long` starts on n01 and `big` holds nothing."""
+    run = [
+        running("r").queue("b").on(N0).started(NOW - 50).time_limit(150),
+        running("r2").queue("b").on("s0-l0-n02").started(NOW - 50),
+    ]
+    pending = [
+        gang("big").queue("a").pods(2).created(NOW - 500).time_limit(1000),
+        gang("long").queue("b").pods(1).created(NOW - 1).time_limit(500),
+    ]
+    snap = snapshot(
+        fabric(1, 1, 3), [queue("a").weight(2), queue("b").not_reclaimable()], run, pending
+    )
+    off = schedule(snap, BOUNDED, NOW)
+    assert "ns/big" not in off.reservations
+    assert set(off.bindings) == {"ns/long"}
+    on = schedule(snap, Policy(reserve_after_limits=1.0, reserve_under_share=True), NOW)
+    assert on.reservations["ns/big"].start == NOW + 100
+    assert on.bindings == {}
+
+
+def test_per_queue_depth_caps_binding_reservations() -> None:
+    """Two nodes busy until NOW + 100 and NOW + 200. Queue `a` has two starving 16-GPU gangs
+    (limits 1,000 s): uncapped, g1 reserves NOW + 200 and g2 after it, NOW + 1,200. With
+    `backfill_depth_per_queue=1` only g1 reserves; g2 gets a non-binding ETA planned after the
+    walk, behind g1's reservation: NOW + 1,200, and its message says the queue's cap holds it."""
+    run = [
+        running("r0").on(N0).started(NOW).time_limit(100),
+        running("r1").on(N1).started(NOW).time_limit(200),
+    ]
+    pending = [
+        gang("g1").pods(2).created(NOW - 5000).time_limit(1000),
+        gang("g2").pods(2).created(NOW - 4000).time_limit(1000),
+    ]
+    snap = snapshot(fabric(1, 1, 2), running=run, pending=pending)
+    both = schedule(snap, BOUNDED, NOW)
+    assert {g: x.start for g, x in both.reservations.items()} == {
+        "ns/g1": NOW + 200,
+        "ns/g2": NOW + 1200,
+    }
+    capped = schedule(snap, Policy(reserve_after_limits=1.0, backfill_depth_per_queue=1), NOW)
+    assert set(capped.reservations) == {"ns/g1"}
+    assert capped.gangs["ns/g2"].estimated_start == NOW + 1200
+    assert "queue default already holds 1 reservation" in capped.gangs["ns/g2"].message
+
+
+def test_eta_switch_changes_no_decision() -> None:
+    """`estimate_unreserved=False` (the simulator) drops the non-binding ETA of the fresh
+    `big` and nothing else: `long` still starts on n01."""
+    policy, snap = _two_nodes(big_created=NOW - 500)
+    a = schedule(snap, policy, NOW)  # type: ignore[arg-type]
+    b = schedule(snap, Policy(reserve_after_limits=1.0, estimate_unreserved=False), NOW)  # type: ignore[arg-type]
+    assert a.bindings == b.bindings and a.reservations == b.reservations
+    assert b.gangs["ns/big"].estimated_start is None
+
+
+def _key(gid: str, created: float, gpus: int, limit: float) -> GangKey:
+    return GangKey(PendingGang(id=gid, min_member=1, creation_time=created), gpus, gpus * limit)
+
+
+def test_order_by_work() -> None:
+    """At t = 100: A (8 GPUs × 8 h, created 0), B (1 GPU × 30 min, created 1), C (8 GPUs ×
+    30 min, created 2). Ages normalised by 100 s: 1, 0.99, 0.98. Work on a log scale between
+    ln 1,800 (B) and ln 230,400 (A): B 0, C ln 8 / ln 128 = 3/7, A 1. Score = age − work:
+    A 0, B 0.99, C 0.98 − 0.4286 = 0.5514, so B, C, A; FIFO (work weight 0) is A, B, C."""
+    items = [
+        _key("A", 0, 8, 8 * 3600),
+        _key("B", 1, 1, 1800),
+        _key("C", 2, 8, 1800),
+    ]
+    assert [items[i].gang.id for i in gang_order(items, 100, 1.0, 0.0, 1.0)] == ["B", "C", "A"]
+    assert [items[i].gang.id for i in gang_order(items, 100, 1.0, 0.0, 0.0)] == ["A", "B", "C"]
+
+
+def test_work_order_in_a_cycle() -> None:
+    """One free 8-GPU node. `A` (8 GPUs, limit 8 h, created NOW - 100) and `C` (8 GPUs, limit
+    30 min, created NOW - 99): FIFO binds A; with work weight 1, C's score 0.99 − 0 beats A's
+    1 − 1 = 0, so C binds and A waits."""
+    pending = [
+        gang("A").pods(1).created(NOW - 100).time_limit(8 * 3600),
+        gang("C").pods(1).created(NOW - 99).time_limit(1800),
+    ]
+    snap = snapshot(fabric(1, 1, 1), pending=pending)
+    assert set(schedule(snap, Policy(), NOW).bindings) == {"ns/A"}
+    assert set(schedule(snap, Policy(work_weight=1.0), NOW).bindings) == {"ns/C"}
+
+
+def test_starvation_bound() -> None:
+    """Bound = min(after_limits × limit, after_s), each part off at 0; both 0: always."""
+    assert starving(0, 100, 0, 0)
+    assert not starving(99, 100, 1, 0) and starving(100, 100, 1, 0)
+    assert starving(50, 100, 1, 50) and not starving(49, 100, 1, 50)
+    assert not starving(10**9, math.inf, 1, 0)  # no limit and no cap: never
+    assert starving(86400, math.inf, 1, 86400)
+
+
+def test_only_gangs_of_several_members_hold_reservations() -> None:
+    """One node: `r` holds 4 GPUs until NOW + 100. `one` (1 pod × 8 GPUs, limit 1,000 s) has
+    waited 3,600 s, past its bound; `small` (1 pod × 4 GPUs, limit 500 s) is fresh. Any gang
+    may reserve: `one` holds the node from NOW + 100 and `small` (until NOW + 500) waits. With
+    `reserve_min_members=2` a one-pod gang holds nothing: `small` starts now, and `one`'s
+    message names the rule."""
+    run = [running("r").on(N0, gpu=4).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("one").pods(1, gpu=8).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1, gpu=4).created(NOW - 1).time_limit(500),
+    ]
+    snap = snapshot(fabric(1, 1, 1), running=run, pending=pending)
+    anyone = schedule(snap, BOUNDED, NOW)
+    assert anyone.reservations["ns/one"].start == NOW + 100
+    assert anyone.bindings == {}
+    several = schedule(snap, Policy(reserve_after_limits=1.0, reserve_min_members=2), NOW)
+    assert set(several.bindings) == {"ns/small"}
+    assert "ns/one" not in several.reservations
+    assert "only gangs of 2 or more members hold reservations" in several.gangs["ns/one"].message

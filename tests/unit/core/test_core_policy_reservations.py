@@ -102,11 +102,12 @@ def test_a_starving_gang_is_walked_first_across_queues() -> None:
 
 def test_a_gang_of_a_queue_below_its_share_reserves_before_its_bound() -> None:
     """Three nodes. Queue `b` runs `r` on n00 (until NOW + 100) and `r2` on n02 (no limit),
-    neither reclaimable (its queue lends nothing back), and has `long` pending: it deserves 8 of
-    the 24 GPUs and borrows 8. Queue `a` (weight 2) holds nothing and deserves 16: its `big`
-    (16 GPUs) has waited only 500 s (bound 1,000 s), but its queue is owed its share while `b` borrows, so
-    `reserve_under_share` lets it reserve n00 + n01 from NOW + 100 and `long` may not take
-    n01. Without the exception `long` starts on n01 and `big` holds nothing."""
+    neither reclaimable (its queue lends nothing back), and has `long` pending: it deserves 8
+    of the 24 GPUs and borrows 8. Queue `a` (weight 2) holds nothing and deserves 16: its
+    `big` (16 GPUs) has waited only 500 s (bound 1,000 s), but its queue is owed its share
+    while `b` borrows, so `reserve_under_share` lets it reserve n00 + n01 from NOW + 100 and
+    `long` may not take n01. Without the exception `long` starts on n01 and `big` holds
+    nothing."""
     run = [
         running("r").queue("b").on(N0).started(NOW - 50).time_limit(150),
         running("r2").queue("b").on("s0-l0-n02").started(NOW - 50),

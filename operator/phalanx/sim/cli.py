@@ -40,6 +40,7 @@ def run_simulation(
     progress: Callable[[int, int], None] | None = None,
     settings: dict[str, str] | None = None,
     keep: list[Any] | None = None,
+    member_failure_rate: float = 0.0,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Load, replay, summarise (and plot): the command without its printing.
 
@@ -85,6 +86,7 @@ def run_simulation(
             seed=seed,
             cycle_interval_s=cycle_interval_s,
             progress=advance,
+            member_failure_rate=member_failure_rate,
         )
     summary = summarize(
         result,
@@ -96,6 +98,9 @@ def run_simulation(
     )
     if settings:
         summary["settings"] = dict(sorted(settings.items()))
+    if member_failure_rate:
+        summary["member_failure_rate"] = member_failure_rate
+        summary["member_failures"] = result.member_failures
     summary["skipped_rows"] = dict(loaded.skipped)
     if loaded.malformed and console is not None:
         for line in loaded.malformed[:20]:
@@ -155,6 +160,16 @@ def simulate(
             show_default=False,
         ),
     ] = None,
+    member_failure_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Chance that each member fails during a run, at a uniform time in it (seeded by "
+            "--seed); the core lifecycle then evicts its gang whole (MemberFailed) and it backs "
+            "off, as the operator's would. Alibaba openb: 1,870 of 8,152 pods failed (0.229).",
+        ),
+    ] = 0.0,
 ) -> None:
     """Replay a GPU-cluster trace through the scheduling core, without a cluster."""
     err = Console(stderr=True)
@@ -188,6 +203,7 @@ def simulate(
             plots=plots,
             console=err,
             settings=settings,
+            member_failure_rate=member_failure_rate,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         # soft_wrap: one line however narrow the terminal (rich would break it at its width).

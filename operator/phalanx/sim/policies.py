@@ -129,8 +129,16 @@ def get_policy(name: str) -> SimPolicy:
         raise ValueError(f"unknown policy {name!r}: use one of {', '.join(POLICIES)}") from None
 
 
+def _kind(default: object) -> str:
+    """'bool', 'int' or 'float', from a field's default value: the annotations are strings in
+    the pure-Python core and classes in the mypyc-compiled one, the defaults the same in both."""
+    if isinstance(default, bool):
+        return "bool"
+    return "int" if isinstance(default, int) else "float"
+
+
 _SETTABLE = {
-    f.name: f.type
+    f.name: _kind(f.default)
     for f in fields(Policy)
     if f.name not in ("topology_levels", "fair_share_resource", "estimate_unreserved")
 }

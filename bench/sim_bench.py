@@ -211,6 +211,14 @@ none fitted per trace:
    "allocated < deserved" reserved for every gang on the single-queue ITP traces and was
    conservative backfill again (27 h mean on cluster04).
 
+What each mechanism bought alone (the settings table): the work term (`work-alone`, on
+`phalanx-conservative`) buys the mean — cluster04 4.66 h against `volcano`'s 13.71 h — and
+costs the largest gangs (290.0 h against 225.7 h); the starvation bound alone (`bound-alone`,
+FIFO order) buys the largest gangs — cluster04 68.3 h, cluster03 146.5 h against 1,016 h —
+and costs the mean (28.0 h and 107.8 h, worse than `volcano`). Together (shipped) they land
+in between: on every ITP trace the mean and p95 goals are met and the largest-class goal is
+not (the Pareto plot: no point of any setting tried reaches the goal box on an ITP trace).
+
 Tried and not shipped (the settings table and the Pareto plot have their figures):
 walking every starving gang first (not only those that cannot start) cascaded into FIFO on
 cluster04 (22.3–27.5 h mean): under overload most gangs pass a 24 h or 1 × limit bound.
@@ -234,6 +242,18 @@ gangs start early. On cluster04 the two worst (64 GPUs, 7-day limits, submitted 
 day 22.5) waited 115.5 h and 136.8 h, behind the pair submitted two days earlier.
 `phalanx-conservative` (FIFO + one reservation) serves them in arrival order and keeps their
 worst waits at 71–145 h, at two to three times the mean wait.
+
+On Philly (one replay, 2,061 s) the order is the other way round: the largest gangs are
+protected (worst wait 42.1 h against `volcano`'s 111.8 h, −62%) and the 9–32-GPU class waits
+111.6 h on average against 377.9 h, but the mean is only 14% lower (8.04 h against 9.32 h):
+93% of Philly's jobs are single-GPU, their mean is 4.0 h against `volcano`'s 3.8 h, and across
+its many queues the order is fair share first, so the work term reorders only within each VC.
+Reclaim tripled (34,875 evictions against 10,255, 86,944 GPU-h of work lost against
+65,694): gangs of queues owed their share now hold reservations and reclaim for them; why
+this churns so much more is not yet measured (a replay without `--reserve-under-share` is
+the next one to run). The worst queue (`ee9e8c`, the VC of all nine 33+-GPU gangs) spent
+27.5% of its demand time below 90% of its deserved share (`volcano` 39.5%,
+`phalanx-conservative` 51.7%); the goal is ≤ 15%.
 
 `PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
 a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same

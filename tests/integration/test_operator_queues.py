@@ -129,7 +129,10 @@ def test_backfill_runs_a_short_gang_first_and_the_big_gang_starts_at_its_reserva
     gang("running", 12, limit=30, run_for="20s")  # 96 GPUs until at most 30 s from now
     wait_bound_whole(cluster, ns, "running", 12)
     started = time.time()
-    gang("big", 14, limit=600, run_for=None)  # 112 GPUs: must wait for `running` to end
+    # 112 GPUs: must wait for `running` to end. Its 12 s limit makes it starve (the shipped
+    # rule: a gang holds a binding reservation once it has waited its own time limit) before
+    # `running` ends, so the rest of the test sees a binding reservation.
+    gang("big", 14, limit=12, run_for=None)
     status = wait_for(
         lambda: (s := group_status(custom, ns, "big")).get("estimatedStartTime") and s,
         timeout=30,
@@ -137,6 +140,13 @@ def test_backfill_runs_a_short_gang_first_and_the_big_gang_starts_at_its_reserva
     )
     eta = _ts(status["estimatedStartTime"])
     assert started - 5 <= eta <= started + 35, f"ETA {status['estimatedStartTime']} off"
+    wait_for(
+        lambda: (
+            (c := scheduled(group_status(custom, ns, "big"))) and "not binding" not in c["message"]
+        ),
+        timeout=30,
+        what="`big` to hold a binding reservation (once it has waited its 12 s limit)",
+    )
 
     gang("long", 4, limit=600, run_for=None)  # 32 GPUs fit now, but would delay `big`
     gang("short", 2, limit=10, run_for="5s")  # 16 GPUs, ends before `big`'s reservation

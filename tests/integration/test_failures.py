@@ -235,19 +235,7 @@ def test_two_replicas_one_leader_hands_over_when_killed(
     custom = phalanx_api
     # The Lease the chart's Role allows (the operators run with exactly the chart's RBAC); a
     # holder left by an earlier test is removed first.
-    lease = (
-        "--leader-election",
-        "--lease-namespace",
-        LEASE_NAMESPACE,
-        "--lease-name",
-        LEASE_NAME,
-        "--lease-duration",
-        "6",
-        "--renew-deadline",
-        "4",
-        "--retry-period",
-        "1",
-    )
+    lease = FAST_LEASE
     coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
     delete_lease(coordination)
     ops = [
@@ -296,6 +284,23 @@ def test_two_replicas_one_leader_hands_over_when_killed(
         delete_lease(coordination)
 
 
+FAST_LEASE = (
+    "--leader-election",
+    "--lease-namespace",
+    LEASE_NAMESPACE,
+    "--lease-name",
+    LEASE_NAME,
+    "--lease-duration",
+    "6",
+    "--renew-deadline",
+    "4",
+    "--retry-period",
+    "1",
+)
+"""The Lease the chart's Role allows (the operators run with exactly the chart's RBAC), with
+timings short enough for a test: 6 s lease, 4 s renew deadline, 1 s retries."""
+
+
 def delete_lease(coordination: Any) -> None:
     try:
         coordination.delete_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE)
@@ -318,19 +323,7 @@ def test_a_partitioned_leader_writes_nothing_after_losing_its_lease(
     keeps running — watches, cycles and all — stops acting within its renew deadline (4 s): a
     gang submitted after that gets no bind and no status write over 5 of its standby cycles."""
     custom = phalanx_api
-    lease = (
-        "--leader-election",
-        "--lease-namespace",
-        LEASE_NAMESPACE,
-        "--lease-name",
-        LEASE_NAME,
-        "--lease-duration",
-        "6",
-        "--renew-deadline",
-        "4",
-        "--retry-period",
-        "1",
-    )
+    lease = FAST_LEASE
     coordination = __import__("kubernetes").client.CoordinationV1Api(cluster.api_client)
     delete_lease(coordination)
     op = OperatorProcess(

@@ -36,7 +36,14 @@ from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
-from phalanx.k8s.status import condition, merge_conditions, placement_body, pod_counts, rfc3339
+from phalanx.k8s.status import (
+    condition,
+    evicted_mark,
+    merge_conditions,
+    placement_body,
+    pod_counts,
+    rfc3339,
+)
 from phalanx.k8s.tasks import pod_ref, spawn
 
 log = logging.getLogger("phalanx.binder")
@@ -381,16 +388,7 @@ class Binder:
                 if exc.status != 404:
                     log.warning("rolling back %s: %s", pod.key, exc)
         if gang.group:
-            previous = gang.status
-            patch: dict[str, Any] = {
-                "phase": "Pending",
-                "placement": None,
-                "scheduledAt": None,
-                "conditions": merge_conditions(
-                    previous,
-                    [condition(previous, "Evicted", "True", "BindFailed", why, now)],
-                ),
-            }
+            patch = evicted_mark(gang.status, "BindFailed", why, now)
             if journal:
                 patch["recreate"] = journal
             await self.reporter.patch_group(gang, patch)

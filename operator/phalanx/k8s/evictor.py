@@ -22,7 +22,7 @@ from phalanx.k8s.cluster_view import Gang
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
-from phalanx.k8s.status import condition, merge_conditions
+from phalanx.k8s.status import evicted_mark
 from phalanx.k8s.tasks import pod_ref
 
 log = logging.getLogger("phalanx.evictor")
@@ -56,16 +56,7 @@ class Evictor:
         await self.reporter.status_landed(gang.uid)
         self.metrics.evictions_total.labels(reason=reason).inc()
         if gang.group:
-            previous = gang.status
-            patch: dict[str, object] = {
-                "phase": "Pending",
-                "placement": None,
-                "scheduledAt": None,
-                "conditions": merge_conditions(
-                    previous,
-                    [condition(previous, "Evicted", "True", reason, message, self.clock())],
-                ),
-            }
+            patch = evicted_mark(gang.status, reason, message, self.clock())
             if member_failures is not None:
                 patch["memberFailures"] = member_failures
             await self.reporter.patch_group(gang, patch)

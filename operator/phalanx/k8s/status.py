@@ -144,6 +144,22 @@ def running_status(
     return {"phase": str(phase), **pod_counts(gang, assumed)}
 
 
+def evicted_mark(
+    previous: Mapping[str, Any], reason: str, message: str, now: float
+) -> dict[str, Any]:
+    """The status patch that marks a gang evicted (or rolled back): the durable fact that its
+    capacity is on its way back, written before any of its pods goes. No start, no placement:
+    its next run gets new ones."""
+    return {
+        "phase": "Pending",
+        "placement": None,
+        "scheduledAt": None,
+        "conditions": merge_conditions(
+            previous, [condition(previous, "Evicted", "True", reason, message, now)]
+        ),
+    }
+
+
 def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """`target` with a JSON merge patch (RFC 7386) applied, as the API server applies ours: maps
     merge key by key, null removes, anything else (lists included) replaces."""

@@ -27,6 +27,7 @@ from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     JOBSET_API,
     LWS_API,
+    create_workload,
     delete_workloads,
     jobset,
     leader_worker_set,
@@ -271,13 +272,13 @@ def test_a_jobset_and_an_lws_labelled_with_a_queue_get_it_into_every_pod_templat
     create, and those pods get schedulerName phalanx (no operator runs: they stay pending)."""
     try:
         js = jobset("train", jobs=2, pods_per_job=2, scheduler=None, labels={QUEUE: "x"})
-        made = custom.create_namespaced_custom_object(*JOBSET_API[:2], namespace, JOBSET_API[2], js)
+        made = create_workload(custom, JOBSET_API, namespace, js)
         template_labels = made["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
             "metadata"
         ]["labels"]
         assert template_labels[QUEUE] == "x"
         lws = leader_worker_set("serve", groups=2, size=3, scheduler=None, labels={QUEUE: "y"})
-        made = custom.create_namespaced_custom_object(*LWS_API[:2], namespace, LWS_API[2], lws)
+        made = create_workload(custom, LWS_API, namespace, lws)
         assert (
             made["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"][QUEUE]
             == "y"

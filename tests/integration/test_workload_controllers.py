@@ -20,6 +20,7 @@ from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     JOBSET_API,
     LWS_API,
+    create_workload,
     delete_workloads,
     jobset,
     leader_worker_set,
@@ -67,9 +68,7 @@ def controller_of(obj: Any) -> tuple[str, str]:
 def test_a_jobset_of_two_jobs_of_two_pods_creates_its_jobs_and_pods(
     cluster: Cluster, custom: Any, workloads: str
 ) -> None:
-    custom.create_namespaced_custom_object(
-        *JOBSET_API[:2], workloads, JOBSET_API[2], jobset("train", jobs=2, pods_per_job=2)
-    )
+    create_workload(custom, JOBSET_API, workloads, jobset("train", jobs=2, pods_per_job=2))
     jobs = wait_for(
         lambda: (
             items
@@ -118,9 +117,7 @@ def test_a_jobset_of_two_jobs_of_two_pods_creates_its_jobs_and_pods(
 def test_a_leader_worker_set_of_two_groups_of_three_labels_its_pods_by_group_and_worker(
     cluster: Cluster, custom: Any, workloads: str
 ) -> None:
-    custom.create_namespaced_custom_object(
-        *LWS_API[:2], workloads, LWS_API[2], leader_worker_set("serve", groups=2, size=3)
-    )
+    create_workload(custom, LWS_API, workloads, leader_worker_set("serve", groups=2, size=3))
     pods = running_pods(cluster, workloads, f"{LWS_NAME}=serve", 6)
     by_name = {p.metadata.name: p.metadata.labels for p in pods}
     # Leaders serve-0 and serve-1 (a StatefulSet of the LWS), each with a StatefulSet of two

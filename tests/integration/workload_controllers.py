@@ -141,3 +141,31 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
         timeout=60,
         what=f"the pods of the workloads of {namespace} to be deleted",
     )
+
+
+def create_workload(
+    custom: Any, api: tuple[str, str, str], namespace: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Create a JobSet or LWS, waiting (60 s at most) while the API server answers 503 "kind
+    ... not found. There can be a delay between when CustomResourceDefinitions are created and
+    when they are available" — its own words for a CRD its admission chain has not caught up
+    with yet (seen with the admission policies matching these kinds right after they appear)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.integration.waiting import wait_for
+
+    made: dict[str, Any] = {}
+
+    def attempt() -> bool:
+        try:
+            made.update(
+                custom.create_namespaced_custom_object(api[0], api[1], namespace, api[2], body)
+            )
+        except ApiException as exc:
+            if exc.status == 503 and "There can be a delay" in str(exc.body):
+                return False
+            raise
+        return True
+
+    wait_for(attempt, timeout=60, what=f"the API server to serve {api[2]} (503 until then)")
+    return made

@@ -9,7 +9,6 @@ one look at the end.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import watch
 
 from tests.integration.conftest import Cluster
 from tests.integration.objects import gang_pod, pod_group
 from tests.integration.operator_fixture import OperatorProcess
-from tests.integration.test_operator_gangs import group_status, nodes_of
+from tests.integration.test_operator_gangs import PodWatch, group_status, nodes_of
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -30,47 +28,21 @@ REPO = Path(__file__).resolve().parents[2]
 LEAF = "network.topology.nvidia.com/block"
 
 
-class PodLog:
-    """Every pod event in a namespace, in order: (type, name, uid, phase, node)."""
-
-    def __init__(self, cluster: Cluster, ns: str) -> None:
-        self.cluster, self.ns = cluster, ns
-        self.events: list[tuple[str, str, str, str, str | None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        w = watch.Watch()
-        while not self._stop.is_set():
-            for ev in w.stream(self.cluster.core.list_namespaced_pod, self.ns, timeout_seconds=2):
-                p = ev["object"]
-                self.events.append(
-                    (ev["type"], p.metadata.name, p.metadata.uid, p.status.phase, p.spec.node_name)
-                )
-                if self._stop.is_set():
-                    break
-
-    def __enter__(self) -> PodLog:
-        self._thread.start()
-        time.sleep(0.5)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+class PodLog(PodWatch):
+    """What became of every pod in a namespace."""
 
     def deleted_before_finishing(self) -> list[str]:
         """Pods deleted while not Succeeded (an eviction or rollback would do that)."""
         last_phase: dict[str, str] = {}
         out = []
-        for kind, name, uid, phase, _node in self.events:
+        for _t, kind, name, uid, phase, _group, _node in self.events:
             if kind == "DELETED" and last_phase.get(uid) not in ("Succeeded",):
                 out.append(name)
             last_phase[uid] = phase
         return out
 
     def uids(self) -> set[str]:
-        return {uid for _k, _n, uid, _p, _node in self.events}
+        return {e[3] for e in self.events}
 
 
 @pytest.fixture

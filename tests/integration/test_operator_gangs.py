@@ -59,12 +59,14 @@ def wait_bound_whole(cluster: Cluster, ns: str, group: str, pods: int) -> dict[s
     return wait_for(probe, timeout=60, what=f"gang {group} to be bound whole ({pods} pods)")
 
 
-class PartialWatch:
-    """Records every pod update in a namespace; measures how long each gang was partly bound."""
+class PodWatch:
+    """Records every pod change in a namespace, in order: (time, event type, name, uid, phase,
+    pod group, node; node None once deleted). What the tests assert never happened is read
+    from it, not from one look at the end."""
 
     def __init__(self, cluster: Cluster, ns: str) -> None:
         self.cluster, self.ns = cluster, ns
-        self.events: list[tuple[float, str, str | None, str | None]] = []
+        self.events: list[tuple[float, str, str, str, str, str | None, str | None]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -75,11 +77,22 @@ class PartialWatch:
                 pod = ev["object"]
                 group = (pod.metadata.labels or {}).get("phalanx.dev/pod-group")
                 node = None if ev["type"] == "DELETED" else pod.spec.node_name
-                self.events.append((time.monotonic(), pod.metadata.name, group, node))
+                meta = pod.metadata
+                self.events.append(
+                    (
+                        time.monotonic(),
+                        ev["type"],
+                        meta.name,
+                        meta.uid,
+                        pod.status.phase,
+                        group,
+                        node,
+                    )
+                )
                 if self._stop.is_set():
                     break
 
-    def __enter__(self) -> PartialWatch:
+    def __enter__(self) -> PodWatch:
         self._thread.start()
         time.sleep(0.5)
         return self
@@ -88,12 +101,16 @@ class PartialWatch:
         self._stop.set()
         self._thread.join(timeout=10)
 
+
+class PartialWatch(PodWatch):
+    """How long each gang was partly bound."""
+
     def longest_partial(self, group: str, members: int) -> float:
         """Longest stretch during which 0 < bound < members for `group`."""
         bound: dict[str, str | None] = {}
         since: float | None = None
         longest = 0.0
-        for t, pod, g, node in self.events:
+        for t, _kind, pod, _uid, _phase, g, node in self.events:
             if g != group:
                 continue
             bound[pod] = node

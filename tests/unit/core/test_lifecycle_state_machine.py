@@ -26,7 +26,6 @@ from phalanx.core.lifecycle import (
     Action,
     EvictedMark,
     GangFacts,
-    LifecycleDecision,
     LifecyclePolicy,
     MemberState,
     Phase,
@@ -51,7 +50,6 @@ class GangLife(RuleBasedStateMachine):
         self.failures = 0
         self.binding = False
         self.time_limit: float | None = 600.0
-        self.last: LifecycleDecision | None = None
         self.record = Record.NONE
 
     # -- the world ------------------------------------------------------------------------------
@@ -146,7 +144,7 @@ class GangLife(RuleBasedStateMachine):
 
     @rule()
     def the_operator_runs_a_cycle(self) -> None:
-        d = self.last = decide(self.facts(), POLICY, self.now)
+        d = decide(self.facts(), POLICY, self.now)
         pending = self._indices({MemberState.PENDING})
         if d.action is Action.SCHEDULE:
             if d.not_before is None and len(pending) >= d.need:

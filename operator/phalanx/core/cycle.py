@@ -247,6 +247,16 @@ class Walk:
             self.c.first_reserved = w.gang.id
         return res
 
+    def _promise(self, w: GangWork) -> None:
+        """Charge `w`'s queue for capacity held for it *now* (freed by evictions it caused, or
+        by gangs already stopping): it starts there as soon as they have stopped, so for the rest
+        of the cycle the queue's share counts it (`QueueState.alloc`: "promised to
+        reclaimers"). Without this, every gang of a queue below its share passed the reclaim
+        guard against the same allocation, and together they reclaimed past the share, which
+        the next cycles reclaimed back (bench/SIM.md, "reclaim churn")."""
+        if self.policy.charge_promised:
+            self._charge(w.queue, w.total, w.fair)
+
     # -- evictions -----------------------------------------------------------------------------
 
     def evict(self, victims: list[RunState], reason: EvictionReason, w: GangWork) -> None:
@@ -424,7 +434,18 @@ class Walk:
         cap = policy.backfill_depth_per_queue
         for name in queues:
             hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
-            hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
+            if policy.reserve_by_deadline:
+                # Earliest deadline first, the deadline being when the gang starves.
+                hungry.sort(
+                    key=lambda w: (
+                        -w.gang.priority,
+                        w.gang.creation_time + self._bound(w),
+                        w.gang.creation_time,
+                        w.gang.id,
+                    )
+                )
+            else:
+                hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
             for w in hungry:
                 if cap > 0 and self.c.reserved_in.get(name, 0) >= cap:
                     break
@@ -447,6 +468,7 @@ class Walk:
             w.waiting_for_pods
             or _over_limit(w, self.prep.index.pos)
             or w.gpus > self.prep.capacity_gpu
+            or (not self.policy.evict_before_walk and self._may_evict(w))
             or self.try_now(w, end).assignment is not None
         ):
             return False
@@ -523,6 +545,7 @@ class Walk:
             soon = start_on_due(self.state, w, now, **self._caches())
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
+            self._promise(w)
             c.reasons[gid] = self.decision(
                 w,
                 Reason.WAITING_FOR_RESERVATION,
@@ -535,6 +558,7 @@ class Walk:
         if evicted is not None:
             what, got = evicted
             self.hold(w, got.assignment or [], now)
+            self._promise(w)
             c.reasons[gid] = self.decision(
                 w,
                 Reason.WAITING_FOR_RESERVATION,

@@ -468,8 +468,8 @@ class Walk:
             w.waiting_for_pods
             or _over_limit(w, self.prep.index.pos)
             or w.gpus > self.prep.capacity_gpu
-            or (not self.policy.evict_before_walk and self._may_evict(w))
-            or self.try_now(w, end).assignment is not None
+            or (not self.policy.evict_before_walk and self._could_evict(w))
+            or (self.try_now(w, end).assignment is not None and not self._starts_first(w))
         ):
             return False
         if w.waiting_for_pods:
@@ -611,6 +611,15 @@ class Walk:
             and self.now - w.gang.creation_time >= self._bound(w)
         )
 
+    def _starts_first(self, w: GangWork) -> bool:
+        """Whether starving `w`, which fits now, starts before the walk (`start_starving_min_
+        members`): the capacity a binding reservation gathered for a gang of several members
+        over the last cycles is free at last, and the walk would hand it to whichever gang
+        comes first in the order; a gang of one pod fits wherever one node frees, so the walk
+        serves it in its turn (starting every starving gang first is FIFO under overload)."""
+        m = self.policy.start_starving_min_members
+        return m > 0 and sum(len(s.pods) for s in w.shapes) >= m and self._starving(w)
+
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
         a gang of one pod fits wherever one node frees, so greedy placement in the order
@@ -666,6 +675,16 @@ class Walk:
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
         if self.policy.reclaim and can_reclaim(w):
+            return True
+        if self.policy.preemption:
+            low = self.lowest.get(w.queue.name)
+            return low is not None and low < w.gang.priority
+        return False
+
+    def _could_evict(self, w: GangWork) -> bool:
+        """`_may_evict`, counting reclaim only when another queue borrows (a lone queue below
+        its share has no one to reclaim from)."""
+        if self.policy.reclaim and self._owed(w):
             return True
         if self.policy.preemption:
             low = self.lowest.get(w.queue.name)

@@ -276,6 +276,9 @@ class Policy:
     """Plan the binding reservations of starving gangs in the order of the moment each one
     starved (creation + its starvation bound: earliest deadline first) rather than oldest
     first."""
+    start_starving_min_members: int = 0
+    """A starving gang of at least this many members (pods placed at once) that fits now
+    starts before the walk, ahead of the order (0: none; the walk starts it in its turn)."""
     evict_before_walk: bool = False
     """Let gangs planned before the walk (starving, or owed their queue's share) reclaim and
     preempt there (the code before issue 19's churn fix; for measuring). Off: a gang that

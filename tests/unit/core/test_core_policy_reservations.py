@@ -299,3 +299,34 @@ def test_gangs_that_could_reclaim_are_left_to_the_walk() -> None:
         ("ns/c5", "ns/b1"),
     }
     assert "reserved for ns/b1" in old.gangs["ns/a1"].message
+
+
+def test_a_starving_gang_of_several_members_starts_before_the_order() -> None:
+    """Two free nodes. `big` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its bound;
+    `small` (8 GPUs, limit 60 s) was created a second later. By work (weight 1) `small` comes
+    first (score 0.9997 against `big`'s 1 − 1 = 0) and takes n00, so `big` reserves from
+    NOW + 60, when `small` ends — the capacity its reservation held comes free and goes to the
+    first gang of the order, again and again. With `start_starving_min_members=2` a starving
+    gang of two or more pods that fits now starts before the walk: `big` binds on both nodes
+    and `small` waits. A starving gang of one pod is not promoted: it fits wherever one node
+    frees, so the order serves it."""
+    pending = [
+        gang("big").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    snap = snapshot(fabric(1, 1, 2), pending=pending)
+    order = Policy(reserve_after_limits=1.0, work_weight=1.0)
+    r = schedule(snap, order, NOW)
+    assert set(r.bindings) == {"ns/small"}
+    assert r.reservations["ns/big"].start == NOW + 60
+    first = schedule(snap, replace(order, start_starving_min_members=2), NOW)
+    assert set(first.bindings) == {"ns/big"}
+    assert set(first.bindings["ns/big"].values()) == {N0, N1}
+    one = [
+        gang("big").pods(1, gpu=8).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    solo = schedule(
+        snapshot(fabric(1, 1, 1), pending=one), replace(order, start_starving_min_members=2), NOW
+    )
+    assert set(solo.bindings) == {"ns/small"}

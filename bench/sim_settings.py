@@ -59,6 +59,23 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"reserve_per_member": "true"},
         "the bound divided by the gang's members (large gangs reserve sooner)",
     ),
+    "churn-fix-off": (
+        "phalanx",
+        {"charge_promised": "false", "evict_before_walk": "true"},
+        "without the reclaim churn fix: gangs that reclaimed not charged to their queue, and "
+        "gangs planned before the walk reclaim there",
+    ),
+    "start-starving-2": (
+        "phalanx",
+        {"start_starving_min_members": "2"},
+        "a starving gang of two or more pods that fits now starts before the walk",
+    ),
+    "deadline-order": (
+        "phalanx",
+        {"reserve_by_deadline": "true"},
+        "starving gangs reserve in the order they starved (earliest deadline first), not "
+        "oldest first",
+    ),
     "no-under-share": (
         "phalanx",
         {"reserve_under_share": "false"},

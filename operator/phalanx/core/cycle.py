@@ -612,13 +612,24 @@ class Walk:
         )
 
     def _starts_first(self, w: GangWork) -> bool:
-        """Whether starving `w`, which fits now, starts before the walk (`start_starving_min_
-        members`): the capacity a binding reservation gathered for a gang of several members
-        over the last cycles is free at last, and the walk would hand it to whichever gang
-        comes first in the order; a gang of one pod fits wherever one node frees, so the walk
-        serves it in its turn (starting every starving gang first is FIFO under overload)."""
-        m = self.policy.start_starving_min_members
-        return m > 0 and sum(len(s.pods) for s in w.shapes) >= m and self._starving(w)
+        """Whether starving `w`, which fits now, starts before the walk: its binding
+        reservation is honoured. The capacity that reservation gathered over the last cycles is
+        free at last, and the walk would hand it to whichever gang comes first in the order
+        (small gangs of less work), so the gang would drain the nodes again, and again.
+
+        Only for gangs of at least `start_starving_leaves` leaves' worth of nodes (pods ≥ that
+        × the nodes of the smallest leaf) or `start_starving_min_members` pods: a gang within
+        a leaf re-gathers its nodes as the leaf's nodes free one by one, a gang of a whole leaf
+        or more needs a drain, which is what its reservation bought; honouring every starving
+        gang is FIFO under overload (bench/SIM.md)."""
+        p = self.policy
+        members = sum(len(s.pods) for s in w.shapes)
+        by_count = p.start_starving_min_members > 0 and members >= p.start_starving_min_members
+        by_leaf = False
+        if p.start_starving_leaves > 0:
+            leaf = min((len(ns) for ns in self.prep.topo.leaf_nodes if ns), default=1)
+            by_leaf = members >= math.ceil(p.start_starving_leaves * leaf - 1e-9)
+        return (by_count or by_leaf) and self._starving(w)
 
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):

@@ -276,9 +276,12 @@ class Policy:
     """Plan the binding reservations of starving gangs in the order of the moment each one
     starved (creation + its starvation bound: earliest deadline first) rather than oldest
     first."""
+    start_starving_leaves: float = 0.0
+    """A starving gang of at least this many leaves' worth of nodes (pods placed at once ≥
+    this × the nodes of the smallest leaf) that fits now starts before the walk, ahead of the
+    order: its binding reservation is honoured (0: off; the walk starts it in its turn)."""
     start_starving_min_members: int = 0
-    """A starving gang of at least this many members (pods placed at once) that fits now
-    starts before the walk, ahead of the order (0: none; the walk starts it in its turn)."""
+    """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False
     """Let gangs planned before the walk (starving, or owed their queue's share) reclaim and
     preempt there (the code before issue 19's churn fix; for measuring). Off: a gang that

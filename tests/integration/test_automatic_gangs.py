@@ -299,6 +299,7 @@ def test_a_bad_min_member_annotation_makes_the_gang_invalid_and_others_still_run
     good["spec"]["template"]["spec"]["schedulerName"] = "phalanx"
     cluster.batch.create_namespaced_job(ns, bad)
     cluster.batch.create_namespaced_job(ns, good)
+    wait_group(custom, ns, "job-bad", 2)  # made, with the inferred minMember
     status = wait_for(
         lambda: (
             (c := scheduled(group_status(custom, ns, "job-bad"))) and c["reason"] == "Invalid" and c

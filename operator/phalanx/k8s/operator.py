@@ -28,7 +28,9 @@ from typing import Any
 import kopf
 
 from phalanx.config import OperatorConfig
+from phalanx.core.autogang import QUEUE_LABEL, Workload
 from phalanx.k8s.api import GROUP, VERSION, Api, connect
+from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics
@@ -48,6 +50,7 @@ from phalanx.k8s.records import (
 )
 from phalanx.k8s.scheduler import AlwaysLeader, FaultInjection, LeaderGate, Records, Scheduler
 from phalanx.k8s.wake import group_wakes, held_pod_released, node_wakes, pod_wakes, queue_wakes
+from phalanx.k8s.workload_records import WATCHED, workload_record
 
 log = logging.getLogger("phalanx.operator")
 
@@ -99,7 +102,8 @@ class IndexSource:
 
     def _values(self, name: str) -> list[Any]:
         assert self.indexes is not None
-        return [v for _key, store in self.indexes[name].items() for v in store]
+        index = self.indexes.get(name)
+        return [v for _key, store in index.items() for v in store] if index is not None else []
 
     def records(self) -> Records:
         nodes = [n for informer in self.nodes for n in informer.records.values()]
@@ -109,7 +113,19 @@ class IndexSource:
         classes = dict(self._values("phalanx_priority_classes"))
         budgets: list[BudgetRec] = self._values("phalanx_budgets")
         jobs: dict[str, JobRec] = {j.uid: j for j in self._values("phalanx_jobs")}
-        return Records(nodes, pods, groups, queues, classes, budgets, jobs)
+        return Records(nodes, pods, groups, queues, classes, budgets, jobs, self._workloads(jobs))
+
+    def _workloads(self, jobs: Mapping[str, JobRec]) -> Workloads:
+        by_uid: dict[str, Workload] = {
+            j.uid: j.workload for j in jobs.values() if j.workload is not None
+        }
+        lws: dict[tuple[str, str], Workload] = {}
+        for _group, plural in WATCHED:
+            for w in self._values(f"phalanx_workloads_{plural}"):
+                by_uid[w.ref.uid] = w
+                if w.ref.kind == "LeaderWorkerSet":
+                    lws[(w.namespace, w.ref.name)] = w
+        return Workloads(by_uid, lws, dict(self._values("phalanx_namespace_queues")))
 
 
 def _node_key(body: Mapping[str, Any]) -> tuple[str, NodeRec]:
@@ -276,9 +292,39 @@ def build_registry(
     async def phalanx_jobs(body: kopf.Body, **kw: Any) -> dict[str, JobRec]:
         rec = job_record(body)
         previous = _previous(kw, "phalanx_jobs", rec.uid)
-        if previous is None or previous.state != rec.state:
-            poke()  # a Job that ends ends its gang
+        if previous is None or previous.state != rec.state or previous.workload != rec.workload:
+            poke()  # a Job that ends ends its gang; a Job resized re-makes its pending gang
         return {rec.uid: rec}
+
+    # Workloads of the kinds automatic ganging knows (core.autogang): only when installed (kopf
+    # watches a kind once its CRD exists). A change of size or annotations may re-make a gang.
+    def workload_index(group: str, plural: str) -> None:
+        index_id = f"phalanx_workloads_{plural}"
+
+        @kopf.index(group, plural, registry=registry, id=index_id)
+        async def index(body: kopf.Body, **kw: Any) -> dict[str, Workload]:
+            rec = workload_record(body)
+            if rec is None:
+                return {}
+            if _previous(kw, index_id, rec.ref.uid) != rec:
+                poke()
+            return {rec.ref.uid: rec}
+
+    for group, plural in WATCHED:
+        workload_index(group, plural)
+
+    @kopf.index("", "v1", "namespaces", registry=registry, id="phalanx_namespace_queues")
+    async def phalanx_namespace_queues(
+        body: kopf.Body, name: str, **kw: Any
+    ) -> dict[str, tuple[str, str]]:
+        """A namespace's `phalanx.dev/queue` label: the queue of its pods' automatic gangs."""
+        queue = (body.get("metadata", {}).get("labels") or {}).get(QUEUE_LABEL)
+        if queue is None:
+            return {}
+        previous = _previous(kw, "phalanx_namespace_queues", name)
+        if previous is None or previous[1] != queue:
+            poke()
+        return {name: (name, queue)}
 
     @kopf.on.event("", "v1", "namespaces", registry=registry)
     async def synced(**kwargs: Any) -> None:

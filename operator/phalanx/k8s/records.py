@@ -14,9 +14,18 @@ from datetime import datetime
 from typing import Any
 
 from phalanx.core import MatchExpression, NodeSelectorTerm, Taint, Toleration
+from phalanx.core.autogang import MANAGED_LABEL, OwnerRef, Workload
+from phalanx.k8s.workload_records import (
+    KEPT_ANNOTATIONS,
+    controller_of,
+    kept,
+    workload_record,
+)
 from phalanx.quantity import QuantityError, resource_list
 
 GROUP_LABEL = "phalanx.dev/pod-group"
+_NO_ANNOTATIONS: Mapping[str, str] = {}
+_NO_OWNER = OwnerRef("", "", "", "")
 SCHED_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
@@ -76,6 +85,10 @@ class PodRec:
     """Its `PodScheduled` condition as the pod shows it: (status, reason, message)."""
     priority_class: str | None = None
     """`spec.priorityClassName` (its queue may not allow it)."""
+    owner_api: str = ""
+    """Its controller owner's apiVersion (which kind of workload it is: `core.autogang`)."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Only the annotations automatic ganging reads (`phalanx.dev/*`, Volcano's queue)."""
 
     @property
     def terminal(self) -> bool:
@@ -108,16 +121,22 @@ class GroupRec:
     member_failure: str | None = None
     """`spec.memberFailure` (`evict` | `keep`); None: the operator's `--member-failure`."""
     generation: int = 0
+    managed: bool = False
+    """Made by the operator for a workload's pods (label `phalanx.dev/managed`: `core.autogang`)."""
+    owner_uid: str = ""
+    """Its controller owner's uid (a managed PodGroup's workload)."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobRec:
-    """A batch/v1 Job, reduced to what ends its gang: `Complete`, `Failed` or `Active`."""
+    """A batch/v1 Job, reduced to what ends its gang (`Complete`, `Failed` or `Active`) and what
+    ganging its pods needs (`workload`)."""
 
     namespace: str
     name: str
     uid: str
     state: str
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +335,8 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         ),
         active_deadline=_positive(deadline),
         priority_class=spec.get("priorityClassName") or None,
+        owner_api=str(controller.get("apiVersion", "")) if controller else "",
+        annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS) or _NO_ANNOTATIONS,
         scheduled=(
             (
                 str(scheduled.get("status", "")),
@@ -334,7 +355,13 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
     for c in status.get("conditions") or []:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
             state = str(c["type"])
-    return JobRec(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), state)
+    return JobRec(
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+        meta.get("uid", ""),
+        state,
+        workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
+    )
 
 
 def group_record(body: Mapping[str, Any]) -> GroupRec:
@@ -370,6 +397,8 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
         error=error,
         member_failure=member_failure,
         generation=int(meta.get("generation") or 0),
+        managed=(meta.get("labels") or {}).get(MANAGED_LABEL) == "true",
+        owner_uid=(controller_of(meta) or _NO_OWNER).uid,
     )
 
 

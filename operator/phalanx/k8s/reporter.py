@@ -37,7 +37,7 @@ from phalanx.core.lifecycle import Action, FailReason, Phase
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
-from phalanx.k8s.records import GroupRec
+from phalanx.k8s.records import GroupRec, PodRec
 from phalanx.k8s.status import (
     condition,
     diff,
@@ -400,6 +400,21 @@ class Reporter:
                     f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
                     "Warning",
                 )
+
+    def report_unganged(self, view: View) -> None:
+        """Pods whose automatic gang cannot be made (owner not found, workload suspended), and
+        gangs of one that could be gangs (one pod per owner says how): an Event each, once."""
+        for pod, auto in view.unganged:
+            self._tell_pod(pod, auto.problem_reason, auto.problem, "Warning")
+        for pod, hint in view.hints:
+            self._tell_pod(pod, "NotGanged", hint, "Normal")
+
+    def _tell_pod(self, pod: PodRec, reason: str, message: str, kind: str) -> None:
+        key = f"orphan:{pod.uid}"
+        if self.reported.get(key) != (reason, message):
+            self.reported[key] = (reason, message)
+            log.info("pod %s: %s: %s", pod.key, reason, message)
+            self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, kind)
 
     # -- pods ---------------------------------------------------------------------------------
 

@@ -116,6 +116,9 @@ class ClusterWrites(Protocol):
     async def patch_group_status(
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None: ...
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None: ...
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
     async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None: ...
     async def delete_group(self, namespace: str, name: str, uid: str) -> None: ...
@@ -229,6 +232,15 @@ class Api:
         """A JSON merge patch of the status subresource (null removes a field)."""
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
         await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
+
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None:
+        """The conditions of a native `scheduling.k8s.io/v1alpha2` PodGroup (a merge patch: the
+        whole list, as the watch last showed it with ours set)."""
+        path = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status"
+        body = {"status": {"conditions": [dict(c) for c in conditions]}}
+        await self._send("PATCH", path, body, MERGE_PATCH, METADATA_ONLY)
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"

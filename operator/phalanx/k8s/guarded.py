@@ -88,6 +88,13 @@ class GuardedWrites:
     ) -> None:
         await self._write(self.api.patch_group_status(namespace, name, status), "status")
 
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None:
+        await self._write(
+            self.api.patch_native_group_status(namespace, name, conditions), "native status"
+        )
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self._write(self.api.patch_queue_status(name, status), "queue status")
 

@@ -29,12 +29,14 @@ import kopf
 
 from phalanx.config import OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
-from phalanx.k8s.api import GROUP, VERSION, Api, connect
+from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import (
+    NATIVE_GROUP,
+    NATIVE_VERSION,
     BudgetRec,
     GroupRec,
     JobRec,
@@ -44,6 +46,7 @@ from phalanx.k8s.records import (
     budget_record,
     group_record,
     job_record,
+    native_group_record,
     node_record,
     pod_record,
     queue_record,
@@ -149,11 +152,43 @@ def _held_pod_key(body: Mapping[str, Any]) -> tuple[str, PodRec | None]:
     return rec.key, rec if rec.holds_capacity else None
 
 
+async def native_groups_served(api: Api, config: OperatorConfig) -> bool:
+    """Whether native `scheduling.k8s.io/v1alpha2` PodGroups can be watched: the API server
+    serves them (Kubernetes 1.36 with GenericWorkload and the runtime config on) and we may list
+    them. Probed once, at start, with a one-item list: an informer of a kind that is not served
+    would never sync and hold the first cycle for ever."""
+    ns = config.namespaces[0] if config.namespaces else None
+    try:
+        if ns is None:
+            call = api.custom.list_cluster_custom_object(
+                NATIVE_GROUP, NATIVE_VERSION, "podgroups", limit=1, _preload_content=False
+            )
+        else:
+            call = api.custom.list_namespaced_custom_object(
+                NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups", limit=1, _preload_content=False
+            )
+        await drain(call)
+    except ApiError as exc:
+        why = "not served" if exc.status == 404 else f"refused ({exc.status})"
+        log.info(
+            "native PodGroups (%s/%s) %s: pods naming one (spec.schedulingGroup) wait as orphans",
+            NATIVE_GROUP,
+            NATIVE_VERSION,
+            why,
+        )
+        return False
+    return True
+
+
 def build_informers(
-    config: OperatorConfig, api: Api, source: IndexSource, poke: Callable[[], None]
+    config: OperatorConfig,
+    api: Api,
+    source: IndexSource,
+    poke: Callable[[], None],
+    native: bool = False,
 ) -> None:
     """The node, pod and PodGroup informers, with the wake rules of `wake.py` as their change
-    hooks."""
+    hooks; `native`: native `scheduling.k8s.io` PodGroups too (`native_groups_served`)."""
     ours = config.scheduler_name
 
     def node_changed(before: NodeRec | None, after: NodeRec | None) -> None:
@@ -190,6 +225,36 @@ def build_informers(
         if config.namespaces
         else [("", api.custom.list_cluster_custom_object, (GROUP, VERSION))]
     )
+    if native:
+        # Before ours in `groups`: a PodGroup of ours with the same namespace and name wins.
+        levels = {key: name for name, key in config.topology_levels}
+
+        def native_key(body: Mapping[str, Any]) -> tuple[str, GroupRec]:
+            rec = native_group_record(body, levels)
+            return rec.key, rec
+
+        native_scopes: list[tuple[str, Any, tuple[str, ...]]] = (
+            [
+                (
+                    f" in {ns}",
+                    api.custom.list_namespaced_custom_object,
+                    (NATIVE_GROUP, NATIVE_VERSION, ns),
+                )
+                for ns in config.namespaces
+            ]
+            if config.namespaces
+            else [("", api.custom.list_cluster_custom_object, (NATIVE_GROUP, NATIVE_VERSION))]
+        )
+        for where, call, args in native_scopes:
+            source.groups.append(
+                Informer(
+                    f"native podgroups{where}",
+                    call,
+                    native_key,
+                    group_changed,
+                    args=(*args, "podgroups"),
+                )
+            )
     for where, call, args in group_scopes:
         source.groups.append(
             Informer(
@@ -376,7 +441,10 @@ async def run_operator(
     source = IndexSource()
     scheduler = Scheduler(config, api, source, metrics, leader, faults=faults)
     registry = build_registry(config, source, scheduler.poke, kubeconfig)
-    build_informers(config, api, source, scheduler.poke)
+    native = await native_groups_served(api, config)
+    if native:
+        log.info("watching native PodGroups (%s/%s)", NATIVE_GROUP, NATIVE_VERSION)
+    build_informers(config, api, source, scheduler.poke, native=native)
     for informer in source.informers():
         tasks.append(asyncio.create_task(informer.run(), name=f"informer {informer.what}"))
     tasks.append(asyncio.create_task(source.wait_synced(), name="sync gate"))

@@ -31,6 +31,11 @@ VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
 GPU = "nvidia.com/gpu"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+NATIVE_GROUP, NATIVE_VERSION = "scheduling.k8s.io", "v1alpha2"
+"""Kubernetes' own PodGroup (1.36, alpha, behind the GenericWorkload gate); 1.37 serves v1beta1."""
+NATIVE_QUEUE_LABEL = "phalanx.dev/queue"
+MAX_MIN_MEMBER = 10_000
+"""As the CRD's `minMember` maximum: a native PodGroup asking for more waits `Invalid`."""
 
 
 def parse_time(value: object) -> float | None:
@@ -89,6 +94,8 @@ class PodRec:
     """Its controller owner's apiVersion (which kind of workload it is: `core.autogang`)."""
     annotations: Mapping[str, str] = field(default_factory=dict)
     """Only the annotations automatic ganging reads (`phalanx.dev/*`, Volcano's queue)."""
+    native_group: bool = False
+    """`group` is a native `scheduling.k8s.io` PodGroup, named by `spec.schedulingGroup`."""
 
     @property
     def terminal(self) -> bool:
@@ -125,6 +132,10 @@ class GroupRec:
     """Made by the operator for a workload's pods (label `phalanx.dev/managed`: `core.autogang`)."""
     owner_uid: str = ""
     """Its controller owner's uid (a managed PodGroup's workload)."""
+    native: bool = False
+    """A native `scheduling.k8s.io/v1alpha2` PodGroup (kube-scheduler's gang API): `status` is
+    its own (conditions only); what the operator records of the gang lives in memory
+    (`Reporter.written`), and the reporter writes it back as native conditions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +252,13 @@ def pod_group_name(meta: Mapping[str, Any]) -> str | None:
     )
 
 
+def native_group_name(spec: Mapping[str, Any]) -> str | None:
+    """The native PodGroup a pod names (`spec.schedulingGroup.podGroupName`, Kubernetes 1.36)."""
+    group = spec.get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """Effective requests as the kube-scheduler computes them: sum of containers, at least the
     largest init container, plus pod overhead; one `pods` slot."""
@@ -304,13 +322,15 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
     scheduled = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
     )
+    native = native_group_name(spec)
     return PodRec(
         key=f"{meta.get('namespace')}/{meta.get('name')}",
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
         uid=meta.get("uid", ""),
         scheduler_name=spec.get("schedulerName", "default-scheduler"),
-        group=pod_group_name(meta),
+        group=native or pod_group_name(meta),
+        native_group=native is not None,
         node_name=spec.get("nodeName") or None,
         phase=status.get("phase", "Pending"),
         deleting=meta.get("deletionTimestamp") is not None,
@@ -399,6 +419,66 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
         generation=int(meta.get("generation") or 0),
         managed=(meta.get("labels") or {}).get(MANAGED_LABEL) == "true",
         owner_uid=(controller_of(meta) or _NO_OWNER).uid,
+    )
+
+
+def native_group_record(
+    body: Mapping[str, Any], levels: Mapping[str, str] | None = None
+) -> GroupRec:
+    """A native `scheduling.k8s.io/v1alpha2` PodGroup as a gang: `schedulingPolicy.gang.minCount`
+    is its `minMember` (a `basic` policy: 1, each pod placed when it fits), its one topology
+    constraint's node label key (`levels`: label key → Phalanx level) is `required`. Its queue is
+    its label `phalanx.dev/queue`, else `default`; `spec.priorityClassName` its class."""
+    meta, spec = body.get("metadata", {}), body.get("spec") or {}
+    levels = levels or {}
+    errors: list[str] = []
+    policy = spec.get("schedulingPolicy") or {}
+    gang = policy.get("gang")
+    min_member = 1
+    if isinstance(gang, Mapping):
+        count = gang.get("minCount")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            errors.append(f"spec.schedulingPolicy.gang.minCount must be >= 1, got {count!r}")
+        elif count > MAX_MIN_MEMBER:
+            errors.append(
+                f"spec.schedulingPolicy.gang.minCount {count:,} is above the {MAX_MIN_MEMBER:,} "
+                "members a gang may have"
+            )
+        else:
+            min_member = count
+    elif "basic" not in policy:
+        errors.append("spec.schedulingPolicy names neither gang nor basic")
+    required = None
+    constraints = spec.get("schedulingConstraints") or {}
+    topology = constraints.get("topology") or [] if isinstance(constraints, Mapping) else []
+    if isinstance(topology, list) and topology:
+        key = topology[0].get("key") if isinstance(topology[0], Mapping) else None
+        required = levels.get(key) if isinstance(key, str) else None
+        if required is None:
+            known = ", ".join(f"{label} ({level})" for label, level in levels.items()) or "none"
+            errors.append(
+                f"spec.schedulingConstraints.topology key {key!r} is not a topology level of "
+                f"this scheduler (levels: {known})"
+            )
+    labels = meta.get("labels") or {}
+    return GroupRec(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        min_member=min_member,
+        queue=labels.get(NATIVE_QUEUE_LABEL) or "default",
+        priority_class=spec.get("priorityClassName") or None,
+        topology_required=required,
+        topology_preferred=None,
+        time_limit=None,
+        schedule_timeout=None,
+        min_resources=None,
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        status=dict(body.get("status") or {}),
+        error="; ".join(errors) or None,
+        generation=int(meta.get("generation") or 0),
+        native=True,
     )
 
 

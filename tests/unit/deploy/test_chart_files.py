@@ -45,6 +45,9 @@ OPERATOR_RULES = {
     ("ray.io", "rayclusters"): {"list", "watch"},
     ("ray.io", "rayjobs"): {"list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    # Native PodGroups (Kubernetes 1.36 gang API) as input, their conditions as output.
+    ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
+    ("scheduling.k8s.io", "podgroups/status"): {"patch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }

@@ -371,12 +371,48 @@ def dev_cluster_up(
         int | None, typer.Option(help="kube-apiserver port on 127.0.0.1 (default: a free one).")
     ] = None,
     name: NameOpt = "phalanx",
+    feature_gates: Annotated[
+        str,
+        typer.Option(
+            help="Kubernetes feature gates for every component, NAME=true|false,… "
+            "(kwokctl's kubeFeatureGates)."
+        ),
+    ] = "",
+    runtime_config: Annotated[
+        str,
+        typer.Option(
+            help="kube-apiserver --runtime-config, GROUP/VERSION=true,… "
+            "(kwokctl's kubeRuntimeConfig)."
+        ),
+    ] = "",
+    native_gangs: Annotated[
+        bool,
+        typer.Option(
+            help="kube-scheduler's own gang scheduling: the gates GenericWorkload, "
+            "GangScheduling, TopologyAwareWorkloadScheduling and scheduling.k8s.io/v1alpha2 "
+            "(added to --feature-gates / --runtime-config)."
+        ),
+    ] = False,
 ) -> None:
     """Start the local cluster with fake GPU nodes; prints KUBECONFIG=<path>."""
-    from phalanx.devcluster.cluster import up
+    from phalanx.devcluster.cluster import (
+        NATIVE_GANG_FEATURE_GATES,
+        NATIVE_GANG_RUNTIME_CONFIG,
+        up,
+    )
     from phalanx.devcluster.shapes import load_shape
 
-    kubeconfig = up(load_shape(shape), port=port, log=_log, name=name)
+    if native_gangs:
+        feature_gates = ",".join(v for v in (NATIVE_GANG_FEATURE_GATES, feature_gates) if v)
+        runtime_config = ",".join(v for v in (NATIVE_GANG_RUNTIME_CONFIG, runtime_config) if v)
+    kubeconfig = up(
+        load_shape(shape),
+        port=port,
+        log=_log,
+        name=name,
+        feature_gates=feature_gates,
+        runtime_config=runtime_config,
+    )
     print(f"KUBECONFIG={kubeconfig}")
 
 

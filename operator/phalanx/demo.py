@@ -36,7 +36,10 @@ from phalanx.devcluster.shapes import LEAF_LABEL, load_shape
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "deploy" / "examples"
-GANGS = ("llm-pretrain", "pair", "finetune", "giant")
+GANGS = ("llm-pretrain", "pair", "finetune", "giant", "job-sweep")
+"""The gangs the demo waits for: four hand-written PodGroups, and one the operator made for an
+unmodified Job in a namespace labelled with its queue (deploy/examples/auto-gang-job.yaml)."""
+POLICY_KINDS = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -51,6 +54,22 @@ def kubectl(kubeconfig: Path, *args: str) -> str:
     if out.returncode != 0:
         raise SystemExit(f"kubectl {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def apply_admission_policies(kubeconfig: Path) -> None:
+    """The chart's MutatingAdmissionPolicies (opt-in with one label), taken from the plain
+    manifests the chart renders: the operator runs as a local process here, not from the chart."""
+    import yaml
+
+    docs = [
+        d
+        for d in yaml.safe_load_all((REPO / "deploy" / "manifests" / "phalanx.yaml").read_text())
+        if d and d.get("kind") in POLICY_KINDS
+    ]
+    path = cluster_dir() / "admission-policies.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    console.print("$ kubectl apply -f <the admission policies of deploy/manifests/phalanx.yaml>")
+    console.print(kubectl(kubeconfig, "apply", "--server-side", "-f", str(path)).strip())
 
 
 def start_operator(kubeconfig: Path) -> None:
@@ -92,7 +111,7 @@ def _cmdline(pid: int) -> str:
 def gangs(kubeconfig: Path) -> list[dict[str, Any]]:
     import json
 
-    data = json.loads(kubectl(kubeconfig, "get", "podgroups", "-n", "default", "-o", "json"))
+    data = json.loads(kubectl(kubeconfig, "get", "podgroups", "-A", "-o", "json"))
     items: list[dict[str, Any]] = data["items"]
     return items
 
@@ -109,7 +128,15 @@ def settled(items: list[dict[str, Any]]) -> bool:
 def show(kubeconfig: Path, items: list[dict[str, Any]]) -> None:
     leaf_of = {r["name"]: r["leaf"] for r in describe_nodes(kubeconfig)}
     table = Table(
-        "GANG", "QUEUE", "PHASE", "BOUND/MIN", "REASON", "LEAVES", "ETA / WHY", title="gangs"
+        "NAMESPACE",
+        "GANG",
+        "QUEUE",
+        "PHASE",
+        "BOUND/MIN",
+        "REASON",
+        "LEAVES",
+        "ETA / WHY",
+        title="gangs (job-sweep: made by the operator for an unmodified Job)",
     )
     for g in sorted(items, key=lambda g: g["metadata"]["name"]):
         st, spec = g.get("status", {}), g["spec"]
@@ -122,6 +149,7 @@ def show(kubeconfig: Path, items: list[dict[str, Any]]) -> None:
         if st.get("estimatedStartTime"):
             why = f"ETA {st['estimatedStartTime']}: {why}"
         table.add_row(
+            g["metadata"]["namespace"],
             g["metadata"]["name"],
             spec.get("queue", "default"),
             st.get("phase", "-"),
@@ -161,12 +189,14 @@ def main() -> None:
         "crd/queues.phalanx.dev",
     )
     start_operator(kubeconfig)
+    apply_admission_policies(kubeconfig)
     for name in (
         "queues.yaml",
         "training-job.yaml",
         "gang-bare.yaml",
         "finetune-job.yaml",
         "giant-waiting.yaml",
+        "auto-gang-job.yaml",
     ):
         console.print(f"$ kubectl apply -f deploy/examples/{name}")
         console.print(kubectl(kubeconfig, "apply", "-f", str(EXAMPLES / name)).strip())
@@ -189,6 +219,7 @@ def main() -> None:
     console.print(
         f'try: export KUBECONFIG={kubeconfig} PATH="{bin_dir}:$PATH"\n'
         "     kubectl get gang -A; kubectl describe gang giant\n"
+        "     kubectl get gang -n research job-sweep -o yaml   # made for the Job\n"
         "     .venv/bin/phalanx queue -A; .venv/bin/phalanx explain giant\n"
         "     .venv/bin/phalanx share\n"
         "Stop all: make down",

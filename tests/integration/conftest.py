@@ -81,7 +81,15 @@ def cluster() -> Iterator[Cluster]:
     log = lambda m: print(f"[dev-cluster] {m}")  # noqa: E731
     if devcluster.status(TEST_CLUSTER).up:
         devcluster.down(log=log, name=TEST_CLUSTER)
-    kubeconfig = devcluster.up(load_shape("small"), log=log, name=TEST_CLUSTER)
+    # kube-scheduler's native gang API on (Kubernetes 1.36 alpha), for the tests of native
+    # PodGroups as input; it changes nothing for pods that name no scheduling group.
+    kubeconfig = devcluster.up(
+        load_shape("small"),
+        log=log,
+        name=TEST_CLUSTER,
+        feature_gates=devcluster.NATIVE_GANG_FEATURE_GATES,
+        runtime_config=devcluster.NATIVE_GANG_RUNTIME_CONFIG,
+    )
     try:
         yield _connect(kubeconfig)
     finally:

@@ -977,9 +977,10 @@ class _IgnoreHolds(NowView):
 
 
 def _hours(seconds: float) -> str:
+    """A wait or bound as people read it ("5s", "1h05m"), not as a fraction of an hour."""
     if seconds == math.inf:
         return "unbounded"
-    return f"{seconds / 3600:.3g} h"
+    return format_duration(seconds)
 
 
 def _any(_cand: RunState, _chosen: list[RunState]) -> bool:

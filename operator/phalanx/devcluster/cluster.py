@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -104,7 +105,47 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def _kwokctl_config(bins: Binaries, port: int | None) -> str:
+NATIVE_GANG_FEATURE_GATES = (
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+)
+"""kube-scheduler's own gang scheduling in Kubernetes 1.36 (alpha): the Workload and PodGroup kinds
+of `scheduling.k8s.io/v1alpha2`, the pod field `spec.schedulingGroup`, the gang plugin and
+topology-aware placement. Passed to every component (kwokctl gives the same gates to each)."""
+
+NATIVE_GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+"""The alpha API group version that serves those kinds (alpha versions are off unless asked for)."""
+
+_GATE = re.compile(r"^[A-Z][A-Za-z0-9]*=(true|false)$")
+_RUNTIME = re.compile(r"^[a-z0-9][a-z0-9.\-]*(/[a-z0-9]+){0,2}=(true|false)$")
+
+
+def parse_feature_gates(value: str) -> str:
+    """`A=true,B=false` → the same, normalised; a malformed entry is one clear error."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    for item in items:
+        if not _GATE.match(item):
+            raise DevClusterError(
+                f"feature gate {item!r} is not NAME=true|false (e.g. GangScheduling=true); "
+                "separate several with commas"
+            )
+    return ",".join(items)
+
+
+def parse_runtime_config(value: str) -> str:
+    """`group/version=true,…` → the same, normalised; a malformed entry is one clear error."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    for item in items:
+        if not _RUNTIME.match(item):
+            raise DevClusterError(
+                f"runtime config {item!r} is not GROUP/VERSION=true|false "
+                "(e.g. scheduling.k8s.io/v1alpha2=true); separate several with commas"
+            )
+    return ",".join(items)
+
+
+def _kwokctl_config(
+    bins: Binaries, port: int | None, feature_gates: str = "", runtime_config: str = ""
+) -> str:
     options: dict[str, Any] = {
         # Always set: a docker client exists on these machines and would otherwise be picked.
         "runtime": "binary",
@@ -119,6 +160,11 @@ def _kwokctl_config(bins: Binaries, port: int | None) -> str:
     }
     if port is not None:
         options["kubeApiserverPort"] = port
+    if feature_gates:
+        # kwokctl passes --feature-gates to the apiserver, controller manager and scheduler.
+        options["kubeFeatureGates"] = feature_gates
+    if runtime_config:
+        options["kubeRuntimeConfig"] = runtime_config
     conf = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
@@ -187,11 +233,18 @@ def up(
     log: Log = print,
     wait_s: float = 300,
     name: str = CLUSTER_NAME,
+    feature_gates: str = "",
+    runtime_config: str = "",
 ) -> Path:
     """Start the control plane, create the shape's nodes, wait until all are Ready.
 
     `name` lets a second cluster (e.g. the `large` scale check) run beside the default one.
+    `feature_gates` (`A=true,B=false`) go to every component, `runtime_config`
+    (`group/version=true,…`) to the apiserver: `NATIVE_GANG_*` turn on kube-scheduler's own
+    gang scheduling.
     """
+    feature_gates = parse_feature_gates(feature_gates)
+    runtime_config = parse_runtime_config(runtime_config)
     kc = kubeconfig_path(name)
     if _api_ready(kc):
         raise DevClusterError(
@@ -214,10 +267,18 @@ def up(
         shutil.rmtree(cluster_dir(name), ignore_errors=True)
     workdir().mkdir(parents=True, exist_ok=True)
     config_file = workdir() / f"{name}-kwokctl.yaml"
-    config_file.write_text(_kwokctl_config(bins, port))
+    config_file.write_text(_kwokctl_config(bins, port, feature_gates, runtime_config))
 
     started = time.monotonic()
-    log(f"starting the control plane (Kubernetes {versions.KUBERNETES}, kwok {versions.KWOK})")
+    extra = "".join(
+        f", {label} {value}"
+        for label, value in (("feature gates", feature_gates), ("runtime config", runtime_config))
+        if value
+    )
+    log(
+        f"starting the control plane (Kubernetes {versions.KUBERNETES}, kwok {versions.KWOK}"
+        f"{extra})"
+    )
     try:
         with creation_lock():
             result = _kwokctl(
@@ -236,7 +297,15 @@ def up(
         if result.returncode != 0:
             tail = " ".join((result.stdout + result.stderr).split())[-600:]
             raise DevClusterError(f"kwokctl could not create the cluster: {tail}")
-        (cluster_dir(name) / "phalanx-shape.json").write_text(json.dumps({"shape": shape.name}))
+        (cluster_dir(name) / "phalanx-shape.json").write_text(
+            json.dumps(
+                {
+                    "shape": shape.name,
+                    "featureGates": feature_gates,
+                    "runtimeConfig": runtime_config,
+                }
+            )
+        )
         log(
             f"control plane up in {time.monotonic() - started:.1f}s; "
             f"creating {shape.node_count} fake GPU nodes ({shape.gpu_count} GPUs)"

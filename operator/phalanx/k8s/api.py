@@ -116,7 +116,12 @@ class ClusterWrites(Protocol):
     async def patch_group_status(
         self, namespace: str, name: str, status: Mapping[str, Any]
     ) -> None: ...
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None: ...
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None: ...
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None: ...
     async def patch_pod_condition(
         self, namespace: str, pod: str, condition: Mapping[str, Any]
     ) -> None: ...
@@ -228,9 +233,29 @@ class Api:
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}/status"
         await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
 
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None:
+        """The conditions of a native `scheduling.k8s.io/v1alpha2` PodGroup (a merge patch: the
+        whole list, as the watch last showed it with ours set)."""
+        path = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status"
+        body = {"status": {"conditions": [dict(c) for c in conditions]}}
+        await self._send("PATCH", path, body, MERGE_PATCH, METADATA_ONLY)
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
         await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
+
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """Create a PodGroup (a managed one, `k8s/gang_maker.py`)."""
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups"
+        await self._send("POST", path, dict(body), accept=METADATA_ONLY)
+
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None:
+        """Delete a PodGroup, only the very object `uid` (a re-created one of the same name is
+        left alone)."""
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/podgroups/{name}"
+        await self._send("DELETE", path, {"preconditions": {"uid": uid}})
 
     async def patch_pod_condition(
         self, namespace: str, pod: str, condition: Mapping[str, Any]

@@ -2,7 +2,9 @@
 
 This is where Kubernetes objects become scheduling facts:
 - pods join gangs by PodGroup label (ours, scheduler-plugins' or Volcano's); a pod of ours with no
-  group is a gang of one; a pod naming a PodGroup that does not exist waits (and is reported);
+  group joins the managed PodGroup of its workload (`core.autogang`: Job, JobSet, LWS group…),
+  waiting while that is being made, or is a gang of one (a bare pod, an unknown owner kind);
+  a pod naming a PodGroup that does not exist waits (and is reported);
 - each gang's phase and what to do about it (run, place, evict, roll back, fail, done) is the
   core lifecycle's verdict (`core.lifecycle.decide`) on facts read here: its members' states,
   its PodGroup's durable status, its Job's conditions; its pods count as used while any is bound;
@@ -27,6 +29,17 @@ from phalanx.core import (
     Snapshot,
     decay_usage,
 )
+from phalanx.core.autogang import (
+    LWS_GROUP_LABEL,
+    LWS_NAME_LABEL,
+    AutoGang,
+    ManagedSpec,
+    OwnerRef,
+    PodOwnership,
+    Workload,
+    needs_remake,
+    resolve,
+)
 from phalanx.core.lifecycle import (
     Action,
     EvictedMark,
@@ -36,6 +49,7 @@ from phalanx.core.lifecycle import (
     MemberFailure,
     MemberState,
     OwnerState,
+    Phase,
     Record,
     check_record,
     decide,
@@ -68,6 +82,8 @@ class Gang:
     finished: list[PodRec] = field(default_factory=list)
     status: Mapping[str, Any] = field(default_factory=dict)
     decision: LifecycleDecision | None = None
+    auto: AutoGang | None = None
+    """For a gang of pods that name no PodGroup: what `core.autogang` decided for them."""
 
     @property
     def uid(self) -> str:
@@ -79,7 +95,13 @@ class Gang:
 
     @property
     def min_member(self) -> int:
-        return self.group.min_member if self.group else 1
+        """The PodGroup's; for a managed one whose workload was scaled down since, the
+        workload's (the pods its owner removed are not member failures)."""
+        if self.group is None:
+            return 1
+        if self.group.managed and self.auto is not None and not self.auto.problem:
+            return max(1, min(self.group.min_member, self.auto.min_member))
+        return self.group.min_member
 
     @property
     def succeeded(self) -> int:
@@ -97,6 +119,16 @@ class Gang:
         return [p for p in self.pods if not p.node_name and p.key not in assumed and not p.deleting]
 
 
+@dataclass(frozen=True)
+class Workloads:
+    """What automatic ganging reads: workloads of the known kinds by uid, LeaderWorkerSets by
+    (namespace, name), and each namespace's `phalanx.dev/queue` label."""
+
+    by_uid: Mapping[str, Workload] = field(default_factory=dict)
+    leader_worker_sets: Mapping[tuple[str, str], Workload] = field(default_factory=dict)
+    namespace_queues: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class View:
     """One cycle's input plus what the adapter needs to act on the result.
@@ -111,6 +143,16 @@ class View:
     pending: set[str]
     orphans: list[PodRec]
     """Pods naming a PodGroup that does not exist."""
+    to_make: dict[str, tuple[AutoGang, PodRec]] = field(default_factory=dict)
+    """Managed PodGroups to create, by gang key, each with one of its pods (its template's
+    priority class goes into the spec)."""
+    remake: list[tuple[GroupRec, AutoGang]] = field(default_factory=list)
+    """Managed PodGroups whose workload changed size (or annotations) while the gang waits
+    with nothing bound: deleted, to be made again with the spec `core.autogang` says now."""
+    unganged: list[tuple[PodRec, AutoGang]] = field(default_factory=list)
+    """Pods whose gang cannot be made: owner not found, workload suspended (they wait)."""
+    hints: list[tuple[PodRec, str]] = field(default_factory=list)
+    """Gangs of one that could be gangs, with how (one pod per owner)."""
 
 
 @dataclass
@@ -192,6 +234,7 @@ def build_view(
     written: Mapping[str, Mapping[str, Any]] | None = None,
     busy: Collection[str] = (),
     lifecycle: LifecyclePolicy | None = None,
+    workloads: Workloads | None = None,
 ) -> View:
     """The snapshot for one cycle, and each gang's lifecycle verdict (`core.lifecycle`).
 
@@ -210,6 +253,12 @@ def build_view(
     gangs: dict[str, Gang] = {k: Gang(k, g) for k, g in group_by_key.items()}
     orphans: list[PodRec] = []
     other_used: dict[str, dict[str, int]] = {}
+    workloads = workloads or Workloads()
+    to_make: dict[str, tuple[AutoGang, PodRec]] = {}
+    unganged: list[tuple[PodRec, AutoGang]] = []
+    hints: dict[str, tuple[PodRec, str]] = {}
+    autos: dict[tuple[str, str, str | None, str | None], AutoGang] = {}
+    remake: list[tuple[GroupRec, AutoGang]] = []
 
     for pod in pods:
         if pod.scheduler_name != scheduler_name:
@@ -218,14 +267,35 @@ def build_view(
             continue
         if pod.gated and not pod.node_name:
             continue  # a gated pod does not exist yet as far as scheduling goes
+        auto: AutoGang | None = None
         if pod.group is None:
-            if pod.terminal:
-                continue  # a finished bare pod: a gang of one that is over
-            key = f"{pod.namespace}/{pod.name}"
-            gangs.setdefault(key, Gang(key, None)).pods.append(pod)
-            continue
-        key = f"{pod.namespace}/{pod.group}"
+            auto = _auto_gang(pod, workloads, autos)
+            if not auto.name:
+                if pod.terminal:
+                    continue  # a finished gang of one is over
+                if auto.waits:
+                    unganged.append((pod, auto))
+                    if pod.node_name and pod.node_name in node_by_name:
+                        _add(other_used.setdefault(pod.node_name, {}), pod.requests)
+                    continue
+                if auto.hint and pod.owner is not None:
+                    first = hints.get(pod.owner[2])
+                    if first is None or pod.name < first[0].name:
+                        hints[pod.owner[2]] = (pod, auto.hint)  # one pod per owner says it
+                key = f"{pod.namespace}/{pod.name}"
+                gangs.setdefault(key, Gang(key, None)).pods.append(pod)
+                continue
+        key = f"{pod.namespace}/{auto.name if auto is not None else pod.group}"
         gang = gangs.get(key)
+        if gang is None and auto is not None:
+            # Its managed PodGroup is not made yet (or not seen yet): the pods wait for it.
+            if not pod.terminal:
+                to_make.setdefault(key, (auto, pod))
+                if pod.node_name and pod.node_name in node_by_name:
+                    _add(other_used.setdefault(pod.node_name, {}), pod.requests)
+            continue
+        if gang is not None and auto is not None:
+            gang.auto = auto
         if gang is None:
             if not pod.terminal:
                 orphans.append(pod)
@@ -283,6 +353,19 @@ def build_view(
             record_problem=problem,
         )
         decision = gang.decision = decide(facts, lifecycle, now)
+        if (
+            gang.group is not None
+            and gang.auto is not None
+            and needs_remake(
+                _managed_spec(gang.group),
+                _auto_spec(gang.auto),
+                managed=gang.group.managed,
+                placed=decision.phase != Phase.PENDING or bool(bound_now),
+                busy=gang.uid in busy,
+            )
+        ):
+            remake.append((gang.group, gang.auto))
+            continue  # its PodGroup is made again with the new spec; nothing placed meanwhile
         priority = _priority(gang, priority_classes)
         problem_in_spec = _invalid(gang, priority_classes)
         held = [
@@ -378,7 +461,70 @@ def build_view(
         for q in sorted(queues, key=lambda q: q.name)
     )
     snapshot = Snapshot(core_nodes, core_queues, tuple(running), tuple(pending))
-    return View(snapshot, gangs, running_keys, pending_keys, orphans)
+    return View(
+        snapshot,
+        gangs,
+        running_keys,
+        pending_keys,
+        orphans,
+        to_make=to_make,
+        remake=remake,
+        unganged=unganged,
+        hints=list(hints.values()),
+    )
+
+
+def _auto_gang(
+    pod: PodRec,
+    workloads: Workloads,
+    memo: dict[tuple[str, str, str | None, str | None], AutoGang],
+) -> AutoGang:
+    """`core.autogang.resolve` for one pod; pods of one owner (and LWS group) share the answer
+    within a cycle, unless their own annotations decide (pods of an unknown owner kind)."""
+    owner_uid = pod.owner[2] if pod.owner is not None else ""
+    memo_key = (
+        pod.namespace,
+        owner_uid,
+        pod.labels.get(LWS_NAME_LABEL),
+        pod.labels.get(LWS_GROUP_LABEL),
+    )
+    hit = memo.get(memo_key) if owner_uid and not pod.annotations else None
+    if hit is not None:
+        return hit
+    owner = (
+        OwnerRef(pod.owner_api, pod.owner[0], pod.owner[1], pod.owner[2])
+        if pod.owner is not None
+        else None
+    )
+    auto = resolve(
+        PodOwnership(pod.namespace, pod.name, owner, pod.labels, pod.annotations),
+        workloads.by_uid,
+        workloads.leader_worker_sets,
+        workloads.namespace_queues.get(pod.namespace),
+    )
+    if owner_uid and not pod.annotations:
+        memo[memo_key] = auto
+    return auto
+
+
+def _managed_spec(group: GroupRec) -> ManagedSpec:
+    return ManagedSpec(
+        group.min_member,
+        group.queue,
+        group.topology_required,
+        group.topology_preferred,
+        int(group.time_limit) if group.time_limit is not None else None,
+    )
+
+
+def _auto_spec(auto: AutoGang) -> ManagedSpec:
+    return ManagedSpec(
+        auto.min_member,
+        auto.queue,
+        auto.topology_required,
+        auto.topology_preferred,
+        auto.time_limit,
+    )
 
 
 def recorded_pods(status: Mapping[str, Any]) -> dict[str, str] | None:
@@ -420,6 +566,13 @@ def _member_state(
 def _owner_state(gang: Gang, jobs: Mapping[str, JobRec]) -> OwnerState:
     """What the gang's controller says: one Job for all its pods → that Job's state; pods
     with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN."""
+    if gang.auto is not None and gang.auto.owner is not None:
+        # A managed gang ends when its workload (Job, JobSet, …) says so.
+        return {
+            "Complete": OwnerState.COMPLETE,
+            "Failed": OwnerState.FAILED,
+            "Active": OwnerState.ACTIVE,
+        }.get(gang.auto.state, OwnerState.UNKNOWN)
     owners = {p.owner for p in [*gang.pods, *gang.finished]}
     if owners == {None}:
         return OwnerState.NONE
@@ -481,6 +634,8 @@ def _invalid(gang: Gang, classes: Mapping[str, int]) -> str:
     """What could not be read in the gang's spec or its pods', naming the field and the value
     (the core makes it `Invalid` for this gang alone)."""
     group = gang.group
+    if gang.auto is not None and gang.auto.problem:
+        return gang.auto.problem
     if group is not None and group.error:
         return group.error
     if group is not None and group.priority_class and group.priority_class not in classes:

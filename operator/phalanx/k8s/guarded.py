@@ -88,8 +88,21 @@ class GuardedWrites:
     ) -> None:
         await self._write(self.api.patch_group_status(namespace, name, status), "status")
 
+    async def patch_native_group_status(
+        self, namespace: str, name: str, conditions: list[Mapping[str, Any]]
+    ) -> None:
+        await self._write(
+            self.api.patch_native_group_status(namespace, name, conditions), "native status"
+        )
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         await self._write(self.api.patch_queue_status(name, status), "queue status")
+
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:
+        await self._write(self.api.create_group(namespace, body), "create PodGroup")
+
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None:
+        await self._write(self.api.delete_group(namespace, name, uid), "delete PodGroup")
 
     async def patch_pod_condition(
         self, namespace: str, pod: str, condition: Mapping[str, Any]

@@ -28,11 +28,15 @@ from typing import Any
 import kopf
 
 from phalanx.config import OperatorConfig
-from phalanx.k8s.api import GROUP, VERSION, Api, connect
+from phalanx.core.autogang import QUEUE_LABEL, Workload
+from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
+from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import (
+    NATIVE_GROUP,
+    NATIVE_VERSION,
     BudgetRec,
     GroupRec,
     JobRec,
@@ -42,12 +46,14 @@ from phalanx.k8s.records import (
     budget_record,
     group_record,
     job_record,
+    native_group_record,
     node_record,
     pod_record,
     queue_record,
 )
 from phalanx.k8s.scheduler import AlwaysLeader, FaultInjection, LeaderGate, Records, Scheduler
 from phalanx.k8s.wake import group_wakes, held_pod_released, node_wakes, pod_wakes, queue_wakes
+from phalanx.k8s.workload_records import WATCHED, workload_record
 
 log = logging.getLogger("phalanx.operator")
 
@@ -99,7 +105,8 @@ class IndexSource:
 
     def _values(self, name: str) -> list[Any]:
         assert self.indexes is not None
-        return [v for _key, store in self.indexes[name].items() for v in store]
+        index = self.indexes.get(name)
+        return [v for _key, store in index.items() for v in store] if index is not None else []
 
     def records(self) -> Records:
         nodes = [n for informer in self.nodes for n in informer.records.values()]
@@ -109,7 +116,19 @@ class IndexSource:
         classes = dict(self._values("phalanx_priority_classes"))
         budgets: list[BudgetRec] = self._values("phalanx_budgets")
         jobs: dict[str, JobRec] = {j.uid: j for j in self._values("phalanx_jobs")}
-        return Records(nodes, pods, groups, queues, classes, budgets, jobs)
+        return Records(nodes, pods, groups, queues, classes, budgets, jobs, self._workloads(jobs))
+
+    def _workloads(self, jobs: Mapping[str, JobRec]) -> Workloads:
+        by_uid: dict[str, Workload] = {
+            j.uid: j.workload for j in jobs.values() if j.workload is not None
+        }
+        lws: dict[tuple[str, str], Workload] = {}
+        for _group, plural in WATCHED:
+            for w in self._values(f"phalanx_workloads_{plural}"):
+                by_uid[w.ref.uid] = w
+                if w.ref.kind == "LeaderWorkerSet":
+                    lws[(w.namespace, w.ref.name)] = w
+        return Workloads(by_uid, lws, dict(self._values("phalanx_namespace_queues")))
 
 
 def _node_key(body: Mapping[str, Any]) -> tuple[str, NodeRec]:
@@ -133,11 +152,43 @@ def _held_pod_key(body: Mapping[str, Any]) -> tuple[str, PodRec | None]:
     return rec.key, rec if rec.holds_capacity else None
 
 
+async def native_groups_served(api: Api, config: OperatorConfig) -> bool:
+    """Whether native `scheduling.k8s.io/v1alpha2` PodGroups can be watched: the API server
+    serves them (Kubernetes 1.36 with GenericWorkload and the runtime config on) and we may list
+    them. Probed once, at start, with a one-item list: an informer of a kind that is not served
+    would never sync and hold the first cycle for ever."""
+    ns = config.namespaces[0] if config.namespaces else None
+    try:
+        if ns is None:
+            call = api.custom.list_cluster_custom_object(
+                NATIVE_GROUP, NATIVE_VERSION, "podgroups", limit=1, _preload_content=False
+            )
+        else:
+            call = api.custom.list_namespaced_custom_object(
+                NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups", limit=1, _preload_content=False
+            )
+        await drain(call)
+    except ApiError as exc:
+        why = "not served" if exc.status == 404 else f"refused ({exc.status})"
+        log.info(
+            "native PodGroups (%s/%s) %s: pods naming one (spec.schedulingGroup) wait as orphans",
+            NATIVE_GROUP,
+            NATIVE_VERSION,
+            why,
+        )
+        return False
+    return True
+
+
 def build_informers(
-    config: OperatorConfig, api: Api, source: IndexSource, poke: Callable[[], None]
+    config: OperatorConfig,
+    api: Api,
+    source: IndexSource,
+    poke: Callable[[], None],
+    native: bool = False,
 ) -> None:
     """The node, pod and PodGroup informers, with the wake rules of `wake.py` as their change
-    hooks."""
+    hooks; `native`: native `scheduling.k8s.io` PodGroups too (`native_groups_served`)."""
     ours = config.scheduler_name
 
     def node_changed(before: NodeRec | None, after: NodeRec | None) -> None:
@@ -174,6 +225,36 @@ def build_informers(
         if config.namespaces
         else [("", api.custom.list_cluster_custom_object, (GROUP, VERSION))]
     )
+    if native:
+        # Before ours in `groups`: a PodGroup of ours with the same namespace and name wins.
+        levels = {key: name for name, key in config.topology_levels}
+
+        def native_key(body: Mapping[str, Any]) -> tuple[str, GroupRec]:
+            rec = native_group_record(body, levels)
+            return rec.key, rec
+
+        native_scopes: list[tuple[str, Any, tuple[str, ...]]] = (
+            [
+                (
+                    f" in {ns}",
+                    api.custom.list_namespaced_custom_object,
+                    (NATIVE_GROUP, NATIVE_VERSION, ns),
+                )
+                for ns in config.namespaces
+            ]
+            if config.namespaces
+            else [("", api.custom.list_cluster_custom_object, (NATIVE_GROUP, NATIVE_VERSION))]
+        )
+        for where, call, args in native_scopes:
+            source.groups.append(
+                Informer(
+                    f"native podgroups{where}",
+                    call,
+                    native_key,
+                    group_changed,
+                    args=(*args, "podgroups"),
+                )
+            )
     for where, call, args in group_scopes:
         source.groups.append(
             Informer(
@@ -276,9 +357,39 @@ def build_registry(
     async def phalanx_jobs(body: kopf.Body, **kw: Any) -> dict[str, JobRec]:
         rec = job_record(body)
         previous = _previous(kw, "phalanx_jobs", rec.uid)
-        if previous is None or previous.state != rec.state:
-            poke()  # a Job that ends ends its gang
+        if previous is None or previous.state != rec.state or previous.workload != rec.workload:
+            poke()  # a Job that ends ends its gang; a Job resized re-makes its pending gang
         return {rec.uid: rec}
+
+    # Workloads of the kinds automatic ganging knows (core.autogang): only when installed (kopf
+    # watches a kind once its CRD exists). A change of size or annotations may re-make a gang.
+    def workload_index(group: str, plural: str) -> None:
+        index_id = f"phalanx_workloads_{plural}"
+
+        @kopf.index(group, plural, registry=registry, id=index_id)
+        async def index(body: kopf.Body, **kw: Any) -> dict[str, Workload]:
+            rec = workload_record(body)
+            if rec is None:
+                return {}
+            if _previous(kw, index_id, rec.ref.uid) != rec:
+                poke()
+            return {rec.ref.uid: rec}
+
+    for group, plural in WATCHED:
+        workload_index(group, plural)
+
+    @kopf.index("", "v1", "namespaces", registry=registry, id="phalanx_namespace_queues")
+    async def phalanx_namespace_queues(
+        body: kopf.Body, name: str, **kw: Any
+    ) -> dict[str, tuple[str, str]]:
+        """A namespace's `phalanx.dev/queue` label: the queue of its pods' automatic gangs."""
+        queue = (body.get("metadata", {}).get("labels") or {}).get(QUEUE_LABEL)
+        if queue is None:
+            return {}
+        previous = _previous(kw, "phalanx_namespace_queues", name)
+        if previous is None or previous[1] != queue:
+            poke()
+        return {name: (name, queue)}
 
     @kopf.on.event("", "v1", "namespaces", registry=registry)
     async def synced(**kwargs: Any) -> None:
@@ -330,7 +441,10 @@ async def run_operator(
     source = IndexSource()
     scheduler = Scheduler(config, api, source, metrics, leader, faults=faults)
     registry = build_registry(config, source, scheduler.poke, kubeconfig)
-    build_informers(config, api, source, scheduler.poke)
+    native = await native_groups_served(api, config)
+    if native:
+        log.info("watching native PodGroups (%s/%s)", NATIVE_GROUP, NATIVE_VERSION)
+    build_informers(config, api, source, scheduler.poke, native=native)
     for informer in source.informers():
         tasks.append(asyncio.create_task(informer.run(), name=f"informer {informer.what}"))
     tasks.append(asyncio.create_task(source.wait_synced(), name="sync gate"))

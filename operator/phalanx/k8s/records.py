@@ -14,14 +14,28 @@ from datetime import datetime
 from typing import Any
 
 from phalanx.core import MatchExpression, NodeSelectorTerm, Taint, Toleration
+from phalanx.core.autogang import MANAGED_LABEL, OwnerRef, Workload
+from phalanx.k8s.workload_records import (
+    KEPT_ANNOTATIONS,
+    controller_of,
+    kept,
+    workload_record,
+)
 from phalanx.quantity import QuantityError, resource_list
 
 GROUP_LABEL = "phalanx.dev/pod-group"
+_NO_ANNOTATIONS: Mapping[str, str] = {}
+_NO_OWNER = OwnerRef("", "", "", "")
 SCHED_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
 GPU = "nvidia.com/gpu"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+NATIVE_GROUP, NATIVE_VERSION = "scheduling.k8s.io", "v1alpha2"
+"""Kubernetes' own PodGroup (1.36, alpha, behind the GenericWorkload gate); 1.37 serves v1beta1."""
+NATIVE_QUEUE_LABEL = "phalanx.dev/queue"
+MAX_MIN_MEMBER = 10_000
+"""As the CRD's `minMember` maximum: a native PodGroup asking for more waits `Invalid`."""
 
 
 def parse_time(value: object) -> float | None:
@@ -76,6 +90,12 @@ class PodRec:
     """Its `PodScheduled` condition as the pod shows it: (status, reason, message)."""
     priority_class: str | None = None
     """`spec.priorityClassName` (its queue may not allow it)."""
+    owner_api: str = ""
+    """Its controller owner's apiVersion (which kind of workload it is: `core.autogang`)."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Only the annotations automatic ganging reads (`phalanx.dev/*`, Volcano's queue)."""
+    native_group: bool = False
+    """`group` is a native `scheduling.k8s.io` PodGroup, named by `spec.schedulingGroup`."""
 
     @property
     def terminal(self) -> bool:
@@ -108,16 +128,26 @@ class GroupRec:
     member_failure: str | None = None
     """`spec.memberFailure` (`evict` | `keep`); None: the operator's `--member-failure`."""
     generation: int = 0
+    managed: bool = False
+    """Made by the operator for a workload's pods (label `phalanx.dev/managed`: `core.autogang`)."""
+    owner_uid: str = ""
+    """Its controller owner's uid (a managed PodGroup's workload)."""
+    native: bool = False
+    """A native `scheduling.k8s.io/v1alpha2` PodGroup (kube-scheduler's gang API): `status` is
+    its own (conditions only); what the operator records of the gang lives in memory
+    (`Reporter.written`), and the reporter writes it back as native conditions."""
 
 
 @dataclass(frozen=True, slots=True)
 class JobRec:
-    """A batch/v1 Job, reduced to what ends its gang: `Complete`, `Failed` or `Active`."""
+    """A batch/v1 Job, reduced to what ends its gang (`Complete`, `Failed` or `Active`) and what
+    ganging its pods needs (`workload`)."""
 
     namespace: str
     name: str
     uid: str
     state: str
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +252,13 @@ def pod_group_name(meta: Mapping[str, Any]) -> str | None:
     )
 
 
+def native_group_name(spec: Mapping[str, Any]) -> str | None:
+    """The native PodGroup a pod names (`spec.schedulingGroup.podGroupName`, Kubernetes 1.36)."""
+    group = spec.get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """Effective requests as the kube-scheduler computes them: sum of containers, at least the
     largest init container, plus pod overhead; one `pods` slot."""
@@ -285,13 +322,15 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
     scheduled = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
     )
+    native = native_group_name(spec)
     return PodRec(
         key=f"{meta.get('namespace')}/{meta.get('name')}",
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
         uid=meta.get("uid", ""),
         scheduler_name=spec.get("schedulerName", "default-scheduler"),
-        group=pod_group_name(meta),
+        group=native or pod_group_name(meta),
+        native_group=native is not None,
         node_name=spec.get("nodeName") or None,
         phase=status.get("phase", "Pending"),
         deleting=meta.get("deletionTimestamp") is not None,
@@ -316,6 +355,8 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         ),
         active_deadline=_positive(deadline),
         priority_class=spec.get("priorityClassName") or None,
+        owner_api=str(controller.get("apiVersion", "")) if controller else "",
+        annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS) or _NO_ANNOTATIONS,
         scheduled=(
             (
                 str(scheduled.get("status", "")),
@@ -334,7 +375,13 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
     for c in status.get("conditions") or []:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
             state = str(c["type"])
-    return JobRec(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), state)
+    return JobRec(
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+        meta.get("uid", ""),
+        state,
+        workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
+    )
 
 
 def group_record(body: Mapping[str, Any]) -> GroupRec:
@@ -370,6 +417,68 @@ def group_record(body: Mapping[str, Any]) -> GroupRec:
         error=error,
         member_failure=member_failure,
         generation=int(meta.get("generation") or 0),
+        managed=(meta.get("labels") or {}).get(MANAGED_LABEL) == "true",
+        owner_uid=(controller_of(meta) or _NO_OWNER).uid,
+    )
+
+
+def native_group_record(
+    body: Mapping[str, Any], levels: Mapping[str, str] | None = None
+) -> GroupRec:
+    """A native `scheduling.k8s.io/v1alpha2` PodGroup as a gang: `schedulingPolicy.gang.minCount`
+    is its `minMember` (a `basic` policy: 1, each pod placed when it fits), its one topology
+    constraint's node label key (`levels`: label key → Phalanx level) is `required`. Its queue is
+    its label `phalanx.dev/queue`, else `default`; `spec.priorityClassName` its class."""
+    meta, spec = body.get("metadata", {}), body.get("spec") or {}
+    levels = levels or {}
+    errors: list[str] = []
+    policy = spec.get("schedulingPolicy") or {}
+    gang = policy.get("gang")
+    min_member = 1
+    if isinstance(gang, Mapping):
+        count = gang.get("minCount")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            errors.append(f"spec.schedulingPolicy.gang.minCount must be >= 1, got {count!r}")
+        elif count > MAX_MIN_MEMBER:
+            errors.append(
+                f"spec.schedulingPolicy.gang.minCount {count:,} is above the {MAX_MIN_MEMBER:,} "
+                "members a gang may have"
+            )
+        else:
+            min_member = count
+    elif "basic" not in policy:
+        errors.append("spec.schedulingPolicy names neither gang nor basic")
+    required = None
+    constraints = spec.get("schedulingConstraints") or {}
+    topology = constraints.get("topology") or [] if isinstance(constraints, Mapping) else []
+    if isinstance(topology, list) and topology:
+        key = topology[0].get("key") if isinstance(topology[0], Mapping) else None
+        required = levels.get(key) if isinstance(key, str) else None
+        if required is None:
+            known = ", ".join(f"{label} ({level})" for label, level in levels.items()) or "none"
+            errors.append(
+                f"spec.schedulingConstraints.topology key {key!r} is not a topology level of "
+                f"this scheduler (levels: {known})"
+            )
+    labels = meta.get("labels") or {}
+    return GroupRec(
+        key=f"{meta.get('namespace')}/{meta.get('name')}",
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        min_member=min_member,
+        queue=labels.get(NATIVE_QUEUE_LABEL) or "default",
+        priority_class=spec.get("priorityClassName") or None,
+        topology_required=required,
+        topology_preferred=None,
+        time_limit=None,
+        schedule_timeout=None,
+        min_resources=None,
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        status=dict(body.get("status") or {}),
+        error="; ".join(errors) or None,
+        generation=int(meta.get("generation") or 0),
+        native=True,
     )
 
 

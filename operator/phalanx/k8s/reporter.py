@@ -37,7 +37,7 @@ from phalanx.core.lifecycle import Action, FailReason, Phase
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
-from phalanx.k8s.records import GroupRec
+from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
 from phalanx.k8s.status import (
     condition,
     diff,
@@ -96,7 +96,9 @@ class Deferred:
 def group_ref(gang: Gang) -> dict[str, str]:
     assert gang.group is not None
     return {
-        "apiVersion": "phalanx.dev/v1alpha1",
+        "apiVersion": (
+            f"{NATIVE_GROUP}/{NATIVE_VERSION}" if gang.group.native else "phalanx.dev/v1alpha1"
+        ),
         "kind": "PodGroup",
         "name": gang.group.name,
         "namespace": gang.group.namespace,
@@ -124,6 +126,8 @@ class Reporter:
         """PodGroup uid → its status as the watch last showed it."""
         self.queues_written: dict[str, dict[str, Any]] = {}
         self.refreshed: dict[str, float] = {}
+        self.native_sent: dict[str, list[dict[str, Any]]] = {}
+        """Native PodGroup uid → the conditions last written to it."""
         self.reported: dict[str, tuple[str, str]] = {}
         self.deferred: dict[str, Deferred] = {}
         self.status_writes: dict[str, asyncio.Task[None]] = {}
@@ -168,8 +172,8 @@ class Reporter:
         for rec in groups:
             self.watched[rec.uid] = rec.status
             mine = self.written.get(rec.uid)
-            if mine is None:
-                continue
+            if mine is None or rec.native:
+                continue  # a native PodGroup's own status never shows ours: memory is all
             if dict(rec.status) == mine or now - self.written_at.get(rec.uid, now) > OVERLAY_S:
                 del self.written[rec.uid]
                 self.written_at.pop(rec.uid, None)
@@ -183,6 +187,7 @@ class Reporter:
             self.watched,
             self.refreshed,
             self.reported,
+            self.native_sent,
         ):
             for key in list(table):
                 if key.startswith("orphan:"):
@@ -211,6 +216,9 @@ class Reporter:
 
     async def send_group_patch(self, gang: Gang, patch: Mapping[str, Any]) -> None:
         assert gang.group is not None
+        if gang.group.native:
+            await self._send_native(gang, patch)
+            return
         body = dict(patch)
         if gang.group.generation:
             body["observedGeneration"] = gang.group.generation
@@ -225,6 +233,33 @@ class Reporter:
         # Drifting figures are refreshed status_refresh_s after the gang's last write of any
         # kind (a bind's own writes included), not after its last refresh.
         self.refreshed[gang.uid] = time.monotonic()
+
+    async def _send_native(self, gang: Gang, patch: Mapping[str, Any]) -> None:
+        """A native PodGroup: our status is kept in memory (its schema has no room for it: a
+        restarted operator reads the gang from its pods, as after a lost report), and what it
+        says is written as the native conditions kube-scheduler writes (`native_conditions`),
+        only when they change."""
+        assert gang.group is not None
+        full = merge_patch(self._base(gang.uid, gang), patch)
+        self.written[gang.uid] = full
+        self.written_at[gang.uid] = time.monotonic()
+        self.refreshed[gang.uid] = time.monotonic()
+        shown = self.native_sent.get(gang.uid)
+        previous: Mapping[str, Any] = (
+            {"conditions": shown} if shown is not None else gang.group.status
+        )
+        desired = native_conditions(previous, full, time.time(), gang.group.generation)
+        if desired == list(previous.get("conditions") or []):
+            return
+        try:
+            await self.api.patch_native_group_status(
+                gang.group.namespace, gang.group.name, list(desired)
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("native status of %s: %s", gang.key, exc)
+            return
+        self.native_sent[gang.uid] = desired
 
     def defer(self, gang: Gang, status: dict[str, Any], reason: str, message: str) -> None:
         self.deferred[gang.uid] = Deferred(gang, status, reason, message)
@@ -397,9 +432,30 @@ class Reporter:
                 self.emit(
                     pod_ref(pod.namespace, pod.name, pod.uid),
                     "PodGroupNotFound",
-                    f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
+                    (
+                        f"waiting for PodGroup ({NATIVE_GROUP}) {pod.namespace}/{pod.group}: it "
+                        f"does not exist, or this cluster does not serve {NATIVE_GROUP}/"
+                        f"{NATIVE_VERSION} PodGroups (the operator checks at start)"
+                    )
+                    if pod.native_group
+                    else f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
                     "Warning",
                 )
+
+    def report_unganged(self, view: View) -> None:
+        """Pods whose automatic gang cannot be made (owner not found, workload suspended), and
+        gangs of one that could be gangs (one pod per owner says how): an Event each, once."""
+        for pod, auto in view.unganged:
+            self._tell_pod(pod, auto.problem_reason, auto.problem, "Warning")
+        for pod, hint in view.hints:
+            self._tell_pod(pod, "NotGanged", hint, "Normal")
+
+    def _tell_pod(self, pod: PodRec, reason: str, message: str, kind: str) -> None:
+        key = f"orphan:{pod.uid}"
+        if self.reported.get(key) != (reason, message):
+            self.reported[key] = (reason, message)
+            log.info("pod %s: %s: %s", pod.key, reason, message)
+            self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, kind)
 
     # -- pods ---------------------------------------------------------------------------------
 
@@ -519,3 +575,80 @@ class Reporter:
 
 
 _BOUND = (Reason.SCHEDULED, Reason.BACKFILLED)
+
+
+SCHEDULED_PHASES = frozenset({"Running", "Degraded", "Succeeded"})
+PREEMPTED = frozenset({"Reclaimed", "Preempted"})
+
+
+def native_conditions(
+    previous: Mapping[str, Any], status: Mapping[str, Any], now: float, generation: int = 0
+) -> list[dict[str, Any]]:
+    """The conditions of a native PodGroup, as kube-scheduler writes them, from our status of
+    its gang: `PodGroupScheduled` True (reason `Scheduled`) once it is bound whole, False with
+    reason `Unschedulable` while it waits (`SchedulerError` when it is `Invalid`), our reason
+    and message in its message; `DisruptionTarget` True while it is evicted (reason
+    `PreemptionByScheduler` for reclaim and preemption, else ours). `Binding` changes nothing:
+    the burst's writes stay binds. Other conditions are kept."""
+
+    def find(ctype: str) -> Mapping[str, Any] | None:
+        return next(
+            (
+                c
+                for c in status.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") == ctype
+            ),
+            None,
+        )
+
+    phase = status.get("phase")
+    sched, evicted = find("Scheduled"), find("Evicted")
+    updated: list[dict[str, Any]] = []
+    if phase in SCHEDULED_PHASES:
+        message = str(sched.get("message", "")) if sched and sched.get("status") == "True" else ""
+        updated.append(condition(previous, "PodGroupScheduled", "True", "Scheduled", message, now))
+    elif phase != "Binding" and sched is not None and sched.get("status") == "False":
+        reason = "SchedulerError" if sched.get("reason") == Reason.INVALID else "Unschedulable"
+        message = f"{sched.get('reason')}: {sched.get('message', '')}"
+        updated.append(condition(previous, "PodGroupScheduled", "False", reason, message, now))
+    elif phase == "Failed":
+        updated.append(
+            condition(previous, "PodGroupScheduled", "False", "Unschedulable", "gang failed", now)
+        )
+    shown = next(
+        (c for c in previous.get("conditions") or [] if c.get("type") == "DisruptionTarget"),
+        None,
+    )
+    if phase not in SCHEDULED_PHASES and evicted is not None and evicted.get("status") == "True":
+        why = str(evicted.get("reason", ""))
+        reason = "PreemptionByScheduler" if why in PREEMPTED else why or "Evicted"
+        message = f"{why}: {evicted.get('message', '')}"
+        updated.append(condition(previous, "DisruptionTarget", "True", reason, message, now))
+    elif phase in SCHEDULED_PHASES and shown is not None and shown.get("status") == "True":
+        updated.append(
+            condition(previous, "DisruptionTarget", "False", "Scheduled", "placed again", now)
+        )
+    if generation:
+        for c in updated:
+            c["observedGeneration"] = generation
+    # The previous list in its order, ours set in place (new ones last); an unchanged
+    # condition keeps its exact body, so "nothing to write" compares equal.
+    out = [dict(c) for c in previous.get("conditions") or []]
+    index = {c.get("type"): i for i, c in enumerate(out)}
+    for c in updated:
+        i = index.get(c["type"])
+        if i is None:
+            out.append(c)
+        elif not _same(out[i], c):
+            out[i] = c
+    return out
+
+
+def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    if old is None:
+        return False
+    keys = ("status", "reason", "message")
+    return all(old.get(k) == new.get(k) for k in keys) and (
+        "observedGeneration" not in new
+        or old.get("observedGeneration") == new["observedGeneration"]
+    )

@@ -39,8 +39,9 @@ from phalanx.core import CycleResult, accrue_usage, schedule
 from phalanx.core.lifecycle import Action
 from phalanx.k8s.api import ClusterWrites
 from phalanx.k8s.binder import Binder, FaultInjection
-from phalanx.k8s.cluster_view import Gang, View, ViewCache, build_view
+from phalanx.k8s.cluster_view import Gang, View, ViewCache, Workloads, build_view
 from phalanx.k8s.evictor import Evictor
+from phalanx.k8s.gang_maker import GangMaker
 from phalanx.k8s.guarded import AlwaysLeader, GuardedWrites, LeaderGate
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import BudgetRec, GroupRec, JobRec, NodeRec, PodRec, QueueRec
@@ -62,6 +63,8 @@ class Records:
     budgets: list[BudgetRec] = dataclasses.field(default_factory=list)
     jobs: Mapping[str, JobRec] = dataclasses.field(default_factory=dict)
     """batch/v1 Jobs by uid."""
+    workloads: Workloads = dataclasses.field(default_factory=Workloads)
+    """What automatic ganging reads (`core.autogang`)."""
 
 
 class Source(Protocol):
@@ -107,6 +110,7 @@ class Scheduler:
             faults or FaultInjection(),
         )
         self.evictor = Evictor(config, self.api, self.metrics, self.reporter, clock)
+        self.gang_maker = GangMaker(self.api, self.reporter.emit)
         self.acting: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its rollback or eviction task."""
 
@@ -152,6 +156,7 @@ class Scheduler:
         return [
             *self.binder.tasks(),
             *self.acting.values(),
+            *self.gang_maker.tasks.values(),
             *self.reporter.status_writes.values(),
             *self.reporter.pod_writes.values(),
         ]
@@ -266,6 +271,8 @@ class Scheduler:
         if persist:
             self.usage_persisted_at = now
         self.reporter.report_orphans(view)
+        self.reporter.report_unganged(view)
+        self.gang_maker.act(view.to_make, view.remake)
         self.reporter.write_pod_conditions(view, result)
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         return result
@@ -302,6 +309,7 @@ class Scheduler:
             written=self.reporter.overlay(),
             busy=busy,
             lifecycle=self.lifecycle,
+            workloads=records.workloads,
         )
 
     def _prune(self, view: View, records: Records) -> None:

@@ -61,7 +61,7 @@ def test_a_fresh_gang_holds_nothing_and_a_smaller_one_runs_beside_it() -> None:
     assert r.gangs["ns/big"].estimated_start == NOW + 500
     message = r.gangs["ns/big"].message
     assert "(not binding)" in message
-    assert "waited 0.139 h of its 0.278 h starvation bound" in message
+    assert "waited 8m20s of its 16m40s starvation bound" in message
 
 
 def test_the_conservative_policy_reserves_for_the_fresh_gang_too() -> None:

@@ -20,6 +20,12 @@ class QueueStatusApi(FakeApi):
         super().__init__()
         self.queue_patches: list[dict[str, Any]] = []
 
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:
+        pass
+
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None:
+        pass
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         self.queue_patches.append({"name": name, **status})
 

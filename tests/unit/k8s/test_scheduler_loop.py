@@ -62,6 +62,13 @@ class FakeApi:
                 if c["type"] == "Evicted" and c["status"] == "True":
                     self.calls.append(("evicted", c["reason"]))
 
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self.calls.append(("create-group", body["metadata"]["name"]))
+        self.made = [*getattr(self, "made", []), dict(body)]
+
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None:
+        self.calls.append(("delete-group", name))
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         pass
 

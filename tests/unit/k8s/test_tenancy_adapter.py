@@ -86,6 +86,12 @@ def test_a_malformed_quantity_is_invalid_with_the_field_and_value() -> None:
 
 
 class QueueApi(FakeApi):
+    async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self.calls.append(("create-group", body["metadata"]["name"]))
+
+    async def delete_group(self, namespace: str, name: str, uid: str) -> None:
+        self.calls.append(("delete-group", name))
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         self.calls.append(("queue-status", name))
         self.queue_statuses = [*getattr(self, "queue_statuses", []), dict(status)]

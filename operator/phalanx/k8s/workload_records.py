@@ -1,0 +1,233 @@
+"""Workload objects (Job, JobSet, LeaderWorkerSet, PyTorchJob, MPIJob, TrainJob, RayCluster,
+RayJob) reduced to the core's `autogang.Workload`: how many pods one gang of each has by its
+spec, what in its spec makes it impossible to place whole, and what its conditions say.
+
+The counting rules (issue 18, PRODUCT.md §2 "Gangs without a PodGroup"):
+- Job: min(parallelism, completions) — completions unset means parallelism;
+- JobSet: the sum over replicatedJobs of replicas × its Job's min(parallelism, completions);
+- LeaderWorkerSet: one gang per group of `size` (leader plus workers);
+- PyTorchJob, MPIJob: the sum of their replica specs' replicas;
+- TrainJob: `trainer.numNodes`;
+- RayCluster (and a RayJob's cluster): the head plus each worker group's minReplicas × numOfHosts.
+A spec field missing takes the API's default (replicas, parallelism 1). Fields of the wrong type
+are read as their default rather than crashing the loop: the API server validated the object
+against its CRD's schema, and the owner's own controller reports what it cannot read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from phalanx.core.autogang import OwnerRef, Workload
+
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+
+KEPT_ANNOTATIONS = ("phalanx.dev/", "scheduling.volcano.sh/queue-name")
+KEPT_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
+
+
+def owner_ref(raw: Mapping[str, Any]) -> OwnerRef:
+    return OwnerRef(
+        str(raw.get("apiVersion") or ""),
+        str(raw.get("kind") or ""),
+        str(raw.get("name") or ""),
+        str(raw.get("uid") or ""),
+    )
+
+
+def controller_of(meta: Mapping[str, Any]) -> OwnerRef | None:
+    owners = meta.get("ownerReferences") or []
+    found = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), None)
+    return owner_ref(found) if found is not None else None
+
+
+def kept(values: object, prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The labels or annotations ganging reads (a handful), not every one: records stay small."""
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in values.items() if str(k).startswith(prefixes)}
+
+
+def _int(value: object, default: int) -> int:
+    return (
+        value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+    )
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def job_pods(spec: Mapping[str, Any]) -> int:
+    """A Job's pods at once: min(parallelism, completions); completions unset = parallelism."""
+    parallelism = _int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    return min(parallelism, _int(completions, parallelism))
+
+
+def _state(status: Mapping[str, Any], done: str, failed: str = "Failed") -> str:
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("status") == "True":
+            if c.get("type") == done:
+                return "Complete"
+            if c.get("type") == failed:
+                return "Failed"
+    return "Active"
+
+
+def _job(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    return (
+        job_pods(spec),
+        "",
+        _state(_map(body.get("status")), "Complete"),
+        bool(spec.get("suspend")),
+    )
+
+
+def _jobset(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec, meta = _map(body.get("spec")), _map(body.get("metadata"))
+    members, unsupported = 0, ""
+    order = _map(spec.get("startupPolicy")).get("startupPolicyOrder")
+    if order == "InOrder":
+        unsupported = (
+            "spec.startupPolicy.startupPolicyOrder is InOrder: its replicated Jobs are created "
+            "one after another, each once the one before is ready, so the JobSet cannot be "
+            "placed whole; set it to AnyOrder (or drop startupPolicy)"
+        )
+    if JOBSET_EXCLUSIVE in (meta.get("annotations") or {}):
+        unsupported = unsupported or (
+            f"annotation {JOBSET_EXCLUSIVE}: exclusive placement puts each Job's pods after "
+            "its leader pod by affinities, one Job at a time; remove it and ask "
+            "phalanx.dev/topology-required instead"
+        )
+    for raw in spec.get("replicatedJobs") or []:
+        rj = _map(raw)
+        template = _map(rj.get("template"))
+        if JOBSET_EXCLUSIVE in (_map(template.get("metadata")).get("annotations") or {}):
+            unsupported = unsupported or (
+                f"replicatedJobs {rj.get('name')!r}: annotation {JOBSET_EXCLUSIVE}: exclusive "
+                "placement cannot be ganged; remove it and ask phalanx.dev/topology-required"
+            )
+        if rj.get("dependsOn"):
+            unsupported = unsupported or (
+                f"replicatedJobs {rj.get('name')!r}: dependsOn creates its Jobs only after "
+                "others are ready or done, so the JobSet cannot be placed whole; drop dependsOn "
+                "(or gang each part with a PodGroup of its own)"
+            )
+        members += _int(rj.get("replicas"), 1) * job_pods(_map(template.get("spec")))
+    status = _map(body.get("status"))
+    return members, unsupported, _state(status, "Completed"), bool(spec.get("suspend"))
+
+
+def _lws(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec, meta = _map(body.get("spec")), _map(body.get("metadata"))
+    size = _int(_map(spec.get("leaderWorkerTemplate")).get("size"), 1)
+    unsupported = ""
+    if spec.get("startupPolicy") == "LeaderReady":
+        unsupported = (
+            "spec.startupPolicy is LeaderReady: the workers are created only once the leader "
+            "is ready, so a group cannot be placed whole; set it to LeaderCreated"
+        )
+    elif LWS_EXCLUSIVE in (meta.get("annotations") or {}):
+        unsupported = (
+            f"annotation {LWS_EXCLUSIVE}: exclusive topology places workers after their leader "
+            "by affinities; remove it and ask phalanx.dev/topology-required instead"
+        )
+    return size, unsupported, "Unknown", False
+
+
+def _replica_sum(specs: object) -> int:
+    return sum(_int(_map(r).get("replicas"), 1) for r in _map(specs).values())
+
+
+def _pytorch(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    suspended = bool(_map(spec.get("runPolicy")).get("suspend"))
+    status = _map(body.get("status"))
+    return _replica_sum(spec.get("pytorchReplicaSpecs")), "", _state(status, "Succeeded"), suspended
+
+
+def _mpi(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    suspended = bool(_map(spec.get("runPolicy")).get("suspend"))
+    status = _map(body.get("status"))
+    return _replica_sum(spec.get("mpiReplicaSpecs")), "", _state(status, "Succeeded"), suspended
+
+
+def _trainjob(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    nodes = _int(_map(spec.get("trainer")).get("numNodes"), 1)
+    return nodes, "", _state(_map(body.get("status")), "Complete"), bool(spec.get("suspend"))
+
+
+def ray_cluster_pods(spec: Mapping[str, Any]) -> int:
+    """The head plus, per worker group, minReplicas (else replicas, else 0) × numOfHosts."""
+    total = 1
+    for raw in spec.get("workerGroupSpecs") or []:
+        g = _map(raw)
+        replicas = _int(g.get("minReplicas"), _int(g.get("replicas"), 0))
+        total += replicas * max(1, _int(g.get("numOfHosts"), 1))
+    return total
+
+
+def _raycluster(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    return ray_cluster_pods(spec), "", "Unknown", bool(spec.get("suspend"))
+
+
+def _rayjob(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
+    spec = _map(body.get("spec"))
+    status = _map(body.get("status"))
+    state = {"SUCCEEDED": "Complete", "FAILED": "Failed"}.get(
+        str(status.get("jobStatus")), "Active"
+    )
+    return ray_cluster_pods(_map(spec.get("rayClusterSpec"))), "", state, bool(spec.get("suspend"))
+
+
+KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], tuple[int, str, str, bool]]] = {
+    ("batch", "Job"): _job,
+    ("jobset.x-k8s.io", "JobSet"): _jobset,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _lws,
+    ("kubeflow.org", "PyTorchJob"): _pytorch,
+    ("kubeflow.org", "MPIJob"): _mpi,
+    ("trainer.kubeflow.org", "TrainJob"): _trainjob,
+    ("ray.io", "RayCluster"): _raycluster,
+    ("ray.io", "RayJob"): _rayjob,
+}
+
+WATCHED: tuple[tuple[str, str], ...] = (
+    ("jobset.x-k8s.io", "jobsets"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("kubeflow.org", "mpijobs"),
+    ("trainer.kubeflow.org", "trainjobs"),
+    ("ray.io", "rayclusters"),
+    ("ray.io", "rayjobs"),
+)
+"""The workload kinds besides Jobs the operator watches (when their CRDs are installed)."""
+
+
+def workload_record(body: Mapping[str, Any]) -> Workload | None:
+    """The workload, or None for a kind ganging does not know."""
+    meta = _map(body.get("metadata"))
+    api_version = str(body.get("apiVersion") or "")
+    kind = str(body.get("kind") or "")
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    read = KINDS.get((group, kind))
+    if read is None:
+        return None
+    members, unsupported, state, suspended = read(body)
+    return Workload(
+        ref=OwnerRef(api_version, kind, str(meta.get("name") or ""), str(meta.get("uid") or "")),
+        namespace=str(meta.get("namespace") or ""),
+        owner=controller_of(meta),
+        members=members,
+        unsupported=unsupported,
+        annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS),
+        labels=kept(meta.get("labels"), KEPT_LABELS),
+        state=state,
+        suspended=suspended,
+    )

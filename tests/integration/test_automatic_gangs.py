@@ -1,0 +1,323 @@
+"""Gangs without a PodGroup (issue 18), on the real API server with the real Job, CronJob, JobSet
+and LeaderWorkerSet controllers and the chart's admission policies.
+
+The operator walks each pod's owners to the highest kind it knows and makes one PodGroup per
+workload (`job-<name>`, `jobset-<name>`, `leaderworkerset-<name>-<group>`), owned by it. The
+`small` shape: 2 spines × 2 leaves × 4 nodes × 8 GPUs. What a test asserts did not happen (a
+pod bound early) is checked after a known number of operator cycles, read from its metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from phalanx.devcluster.controllers import WorkloadControllers
+from tests.integration.conftest import Cluster
+from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
+from tests.integration.operator_fixture import OperatorProcess
+from tests.integration.test_admission_policy import label_namespace, policies  # noqa: F401
+from tests.integration.test_operator_gangs import group_status, scheduled
+from tests.integration.test_tenancy import _cycles
+from tests.integration.waiting import wait_for
+from tests.integration.workload_controllers import (
+    JOBSET_API,
+    LWS_API,
+    create_workload,
+    delete_workloads,
+    jobset,
+    leader_worker_set,
+    pod_template,
+)
+
+pytestmark = pytest.mark.integration
+LEAF = "network.topology.nvidia.com/block"
+MANAGED = "phalanx.dev/managed"
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP = "leaderworkerset.sigs.k8s.io/group-index"
+CYCLES = 3
+"""Operator cycles a negative check waits: each cycle saw the gang and decided again."""
+
+
+@pytest.fixture
+def ns(
+    cluster: Cluster,
+    custom: Any,
+    namespace: str,
+    operator: OperatorProcess,
+    workload_controllers: WorkloadControllers,
+) -> Iterator[str]:
+    yield namespace
+    delete_workloads(cluster, custom, namespace)
+
+
+def job(name: str, pods: int, gpus: int = 8, **meta: Any) -> dict[str, Any]:
+    """An unmodified batch/v1 Job: no PodGroup, no label on its pods, no schedulerName."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "tolerations": TOLERATE_KWOK,
+                    "containers": [container(gpus)],
+                }
+            },
+        },
+    }
+
+
+def get_group(custom: Any, ns: str, name: str) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = custom.get_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+def wait_group(custom: Any, ns: str, name: str, min_member: int) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        g = get_group(custom, ns, name)
+        return g if g is not None and g["spec"]["minMember"] == min_member else None
+
+    found: dict[str, Any] = wait_for(
+        probe, timeout=30, what=f"managed PodGroup {ns}/{name} with minMember {min_member}"
+    )
+    return found
+
+
+def pods_by(cluster: Cluster, ns: str, selector: str) -> list[Any]:
+    return list(cluster.core.list_namespaced_pod(ns, label_selector=selector).items)
+
+
+def wait_bound(cluster: Cluster, ns: str, selector: str, count: int) -> list[Any]:
+    def probe() -> list[Any] | None:
+        pods = [p for p in pods_by(cluster, ns, selector) if not p.metadata.deletion_timestamp]
+        return pods if len(pods) == count and all(p.spec.node_name for p in pods) else None
+
+    found: list[Any] = wait_for(probe, timeout=90, what=f"{count} pods ({selector}) bound")
+    return found
+
+
+def wait_cycles(op: OperatorProcess, cycles: int) -> None:
+    start = _cycles(op)
+    wait_for(
+        lambda: _cycles(op) >= start + cycles,
+        timeout=60,
+        what=f"{cycles} more operator cycles",
+    )
+
+
+def owned_by(group: dict[str, Any], kind: str, uid: str) -> bool:
+    refs = group["metadata"].get("ownerReferences") or []
+    return any(r["kind"] == kind and r["uid"] == uid and r.get("controller") for r in refs)
+
+
+def test_an_unmodified_job_in_a_labelled_namespace_binds_nothing_then_all_four(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    operator: OperatorProcess,
+    policies: Any,  # noqa: F811
+) -> None:
+    label_namespace(cluster, ns, "default")
+    for i in range(13):  # 13 of 16 nodes taken, one gang of one each: 3 nodes free
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"hog-{i}", None, 8))
+    wait_bound(cluster, ns, "!batch.kubernetes.io/job-name", 13)
+
+    made = cluster.batch.create_namespaced_job(ns, job("train", 4))
+    group = wait_group(custom, ns, "job-train", 4)
+    assert group["metadata"]["labels"][MANAGED] == "true"
+    assert owned_by(group, "Job", made.metadata.uid)
+    assert group["spec"]["queue"] == "default"  # the namespace's label
+    selector = "batch.kubernetes.io/job-name=train"
+    wait_for(
+        lambda: len(pods_by(cluster, ns, selector)) == 4,
+        timeout=30,
+        what="the Job controller to create its 4 pods",
+    )
+    assert all(p.spec.scheduler_name == "phalanx" for p in pods_by(cluster, ns, selector))
+    wait_for(
+        lambda: (
+            (c := scheduled(group_status(custom, ns, "job-train")))
+            and c["reason"] == "InsufficientCapacity"
+        ),
+        timeout=30,
+        what="job-train to report InsufficientCapacity",
+    )
+    wait_cycles(operator, CYCLES)
+    assert not [p.metadata.name for p in pods_by(cluster, ns, selector) if p.spec.node_name]
+
+    cluster.core.delete_namespaced_pod("hog-0", ns, grace_period_seconds=0)
+    wait_bound(cluster, ns, selector, 4)
+    wait_for(
+        lambda: group_status(custom, ns, "job-train").get("phase") == "Running",
+        timeout=30,
+        what="job-train to be Running",
+    )
+
+
+def test_a_jobset_of_two_jobs_of_two_is_one_gang_of_four_removed_with_it(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    made = create_workload(
+        custom, JOBSET_API, ns, jobset("js", jobs=2, pods_per_job=2, scheduler="phalanx")
+    )
+    group = wait_group(custom, ns, "jobset-js", 4)
+    assert owned_by(group, "JobSet", made["metadata"]["uid"])
+    pods = wait_bound(cluster, ns, "jobset.sigs.k8s.io/jobset-name=js", 4)
+    assert len({p.metadata.owner_references[0].name for p in pods}) == 2  # two Jobs, one gang
+    wait_for(
+        lambda: group_status(custom, ns, "jobset-js").get("phase") == "Running",
+        timeout=30,
+        what="jobset-js to be Running",
+    )
+    custom.delete_namespaced_custom_object(
+        *JOBSET_API[:2], ns, JOBSET_API[2], "js", propagation_policy="Background"
+    )
+    wait_for(
+        lambda: get_group(custom, ns, "jobset-js") is None,
+        timeout=60,
+        what="the garbage collector to remove jobset-js with its JobSet",
+    )
+
+
+def test_an_lws_of_two_groups_of_three_is_two_gangs_each_under_one_leaf(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    body = leader_worker_set("serve", groups=2, size=3, scheduler="phalanx")
+    body["metadata"]["annotations"] = {"phalanx.dev/topology-required": "leaf"}
+    create_workload(custom, LWS_API, ns, body)
+    for index in ("0", "1"):
+        group = wait_group(custom, ns, f"leaderworkerset-serve-{index}", 3)
+        assert group["spec"]["topology"] == {"required": "leaf"}
+    for index in ("0", "1"):
+        selector = f"{LWS_NAME}=serve,{LWS_GROUP}={index}"
+        pods = wait_bound(cluster, ns, selector, 3)
+        leaves = {cluster.core.read_node(p.spec.node_name).metadata.labels[LEAF] for p in pods}
+        assert len(leaves) == 1, f"group {index} spans leaves {leaves}"
+
+
+def test_a_pending_job_scaled_gets_a_gang_with_the_new_min_member(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    body = job("grow", 3, gpus=8)
+    body["spec"]["template"]["spec"]["schedulerName"] = "phalanx"
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"no-such-node": "x"}  # stays pending
+    body["spec"]["completions"] = 8
+    made = cluster.batch.create_namespaced_job(ns, body)
+    first = wait_group(custom, ns, "job-grow", 3)
+    cluster.batch.patch_namespaced_job("grow", ns, {"spec": {"parallelism": 5}})
+    second = wait_group(custom, ns, "job-grow", 5)
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]
+    assert owned_by(second, "Job", made.metadata.uid)
+
+
+def test_a_cronjobs_two_runs_are_two_gangs(cluster: Cluster, custom: Any, ns: str) -> None:
+    template = job("x", 2)["spec"]
+    template["template"]["spec"]["schedulerName"] = "phalanx"
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 0 1 1 *", "jobTemplate": {"spec": template}},
+    }
+    cluster.batch.create_namespaced_cron_job(ns, cron)
+    owner = cluster.batch.read_namespaced_cron_job("nightly", ns)
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "nightly",
+        "uid": owner.metadata.uid,
+        "controller": True,
+    }
+    for run in ("nightly-1", "nightly-2"):  # what `kubectl create job --from=cronjob/…` makes
+        cluster.batch.create_namespaced_job(
+            ns,
+            {**job(run, 2), "spec": template, "metadata": {"name": run, "ownerReferences": [ref]}},
+        )
+    for run in ("nightly-1", "nightly-2"):
+        wait_group(custom, ns, f"job-{run}", 2)
+        wait_bound(cluster, ns, f"batch.kubernetes.io/job-name={run}", 2)
+    assert get_group(custom, ns, "cronjob-nightly") is None
+
+
+def test_a_jobset_started_in_order_waits_invalid_naming_the_field(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    body = jobset("ordered", jobs=1, pods_per_job=2, scheduler="phalanx")
+    body["spec"]["replicatedJobs"].append(
+        {
+            "name": "second",
+            "replicas": 1,
+            "template": {
+                "spec": {
+                    "parallelism": 1,
+                    "completions": 1,
+                    "template": pod_template(8, scheduler="phalanx", restart_policy="Never"),
+                }
+            },
+        }
+    )
+    body["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    create_workload(custom, JOBSET_API, ns, body)
+    wait_group(custom, ns, "jobset-ordered", 3)
+    status = wait_for(
+        lambda: (
+            (c := scheduled(group_status(custom, ns, "jobset-ordered")))
+            and c["reason"] == "Invalid"
+            and c
+        ),
+        timeout=30,
+        what="jobset-ordered to wait Invalid",
+    )
+    assert "startupPolicyOrder is InOrder" in status["message"]
+    assert not any(
+        p.spec.node_name for p in pods_by(cluster, ns, "jobset.sigs.k8s.io/jobset-name=ordered")
+    )
+
+
+def test_a_bad_min_member_annotation_makes_the_gang_invalid_and_others_still_run(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    bad = job("bad", 2)
+    bad["metadata"]["annotations"] = {"phalanx.dev/min-member": "lots"}
+    bad["spec"]["template"]["spec"]["schedulerName"] = "phalanx"
+    good = job("good", 2)
+    good["spec"]["template"]["spec"]["schedulerName"] = "phalanx"
+    cluster.batch.create_namespaced_job(ns, bad)
+    cluster.batch.create_namespaced_job(ns, good)
+    wait_group(custom, ns, "job-bad", 2)  # made, with the inferred minMember
+    status = wait_for(
+        lambda: (
+            (c := scheduled(group_status(custom, ns, "job-bad"))) and c["reason"] == "Invalid" and c
+        ),
+        timeout=30,
+        what="job-bad to wait Invalid",
+    )
+    assert "phalanx.dev/min-member" in status["message"] and "'lots'" in status["message"]
+    wait_bound(cluster, ns, "batch.kubernetes.io/job-name=good", 2)
+
+
+def test_a_pod_in_an_unlabelled_namespace_stays_with_kube_scheduler(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    cluster.batch.create_namespaced_job(ns, job("theirs", 2, gpus=1))
+    pods = wait_bound(cluster, ns, "batch.kubernetes.io/job-name=theirs", 2)
+    assert {p.spec.scheduler_name for p in pods} == {"default-scheduler"}
+    assert get_group(custom, ns, "job-theirs") is None

@@ -1,0 +1,163 @@
+"""Automatic gangs through the adapter (view, gang maker, reporter) against a fake API: the
+managed PodGroup made for a Job's pods, its pods bound as one gang once it exists, re-made when
+the Job is resized while it waits, a running gang scaled down not evicted, a broken owner chain
+reported, an unknown owner kind left a gang of one with a hint."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from phalanx.config import build_config
+from phalanx.k8s.cluster_view import Workloads
+from phalanx.k8s.records import group_record, job_record, node_record, pod_record, queue_record
+from phalanx.k8s.scheduler import Records, Scheduler
+from tests.unit.k8s.test_records_and_view import node, pod
+from tests.unit.k8s.test_scheduler_loop import FakeApi
+
+JOB_REF = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "name": "train",
+    "uid": "job-uid",
+    "controller": True,
+}
+
+
+def job_pod(name: str, **kw: Any) -> dict[str, Any]:
+    body = pod(name, gpus=4, **kw)
+    body["metadata"]["ownerReferences"] = [JOB_REF]
+    return body
+
+
+def job(parallelism: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "train", "namespace": "ns", "uid": "job-uid"},
+        "spec": {"parallelism": parallelism, "completions": parallelism},
+    }
+
+
+def managed(min_member: int, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "job-train",
+            "namespace": "ns",
+            "uid": "g-job-train",
+            "labels": {"phalanx.dev/managed": "true"},
+            "ownerReferences": [JOB_REF],
+        },
+        "spec": {"minMember": min_member, "queue": "research"},
+        "status": status,
+    }
+
+
+class Source:
+    def __init__(
+        self, pods: list[dict[str, Any]], groups: list[dict[str, Any]], jobs: list[dict[str, Any]]
+    ) -> None:
+        job_recs = {j.uid: j for j in map(job_record, jobs)}
+        self._records = Records(
+            nodes=[node_record(node("n1")), node_record(node("n2"))],
+            pods=[pod_record(p) for p in pods],
+            groups=[group_record(g) for g in groups],
+            queues=[
+                queue_record({"metadata": {"name": name}, "spec": {}})
+                for name in ("default", "research")
+            ],
+            priority_classes={},
+            jobs=job_recs,
+            workloads=Workloads(
+                {u: j.workload for u, j in job_recs.items() if j.workload is not None},
+                {},
+                {"ns": "research"},
+            ),
+        )
+
+    def records(self) -> Records:
+        return self._records
+
+
+def run(
+    pods: list[dict[str, Any]], groups: list[dict[str, Any]], jobs: list[dict[str, Any]]
+) -> FakeApi:
+    api = FakeApi()
+    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+    sched = Scheduler(config, api, Source(pods, groups, jobs), clock=lambda: 1000.0)
+
+    async def go() -> None:
+        await sched.cycle()
+        await sched.settle()
+
+    asyncio.run(go())
+    return api
+
+
+def test_a_jobs_pods_get_their_podgroup_made_and_wait_for_it() -> None:
+    api = run([job_pod("train-0"), job_pod("train-1")], [], [job(2)])
+    assert ("create-group", "job-train") in api.calls
+    (body,) = api.made
+    assert body["spec"] == {"minMember": 2, "queue": "research"}  # the namespace's label
+    assert body["metadata"]["labels"] == {"phalanx.dev/managed": "true"}
+    (owner,) = body["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("Job", "job-uid", True)
+    assert not [c for c in api.calls if c[0] == "bind"], "nothing bound before its gang exists"
+
+
+def test_once_made_the_pods_are_bound_as_one_gang() -> None:
+    api = run([job_pod("train-0"), job_pod("train-1")], [managed(2)], [job(2)])
+    assert sorted(c for c in api.calls if c[0] == "bind") == [
+        ("bind", "train-0"),
+        ("bind", "train-1"),
+    ]
+    assert ("create-group", "job-train") not in api.calls
+
+
+def test_a_job_resized_while_its_gang_waits_gets_its_podgroup_made_again() -> None:
+    pods = [job_pod(f"train-{i}") for i in range(3)]
+    api = run(pods, [managed(2)], [job(3)])
+    assert ("delete-group", "job-train") in api.calls
+    assert not [c for c in api.calls if c[0] == "bind"], "nothing placed under the old spec"
+
+
+def test_a_running_gang_whose_job_is_scaled_down_is_not_evicted() -> None:
+    """minMember 3 when it started; the Job now wants 2 and removed a pod: 2 run on."""
+    pods = [job_pod(f"train-{i}", node_name="n1", phase="Running") for i in range(2)]
+    group = managed(3, phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    api = run(pods, [group], [job(2)])
+    assert not [c for c in api.calls if c[0] in ("evict", "delete", "evicted", "delete-group")], (
+        api.calls
+    )
+
+
+def test_a_pod_whose_job_is_gone_waits_and_is_reported() -> None:
+    api = run([job_pod("train-0")], [], [])
+    assert not [c for c in api.calls if c[0] in ("bind", "create-group")]
+    assert ("event", "OwnerNotFound") in api.calls
+
+
+def test_a_pod_of_an_unknown_kind_is_a_gang_of_one_with_a_hint() -> None:
+    body = pod("web-0", gpus=4)
+    body["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web",
+            "uid": "rs",
+            "controller": True,
+        }
+    ]
+    api = run([body], [], [])
+    assert ("bind", "web-0") in api.calls
+    assert ("event", "NotGanged") in api.calls
+
+
+def test_a_bad_min_member_annotation_makes_the_gang_invalid_not_loose() -> None:
+    bad = job(2)
+    bad["metadata"]["annotations"] = {"phalanx.dev/min-member": "-1"}
+    api = run([job_pod("train-0"), job_pod("train-1")], [managed(2)], [bad])
+    assert not [c for c in api.calls if c[0] == "bind"]
+    assert any(c == ("status", "Pending") for c in api.calls)
+    invalid = [
+        c for s in api.statuses for c in s.get("conditions", []) if c.get("reason") == "Invalid"
+    ]
+    assert invalid and "phalanx.dev/min-member" in invalid[0]["message"]

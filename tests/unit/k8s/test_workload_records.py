@@ -1,0 +1,259 @@
+"""How many pods one gang of each workload kind has, read from its spec (issue 18's rules),
+and what in a spec makes it impossible to place whole. Bodies as the API server returns them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from phalanx.k8s.records import job_record, pod_record
+from phalanx.k8s.workload_records import workload_record
+
+
+def body(api: str, kind: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u", **meta},
+        "spec": spec,
+    }
+
+
+def job_spec(parallelism: int | None = None, completions: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": {"spec": {"containers": []}}}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    return spec
+
+
+def rjob(name: str, replicas: int | None, **job: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "template": {"spec": job_spec(**job)}}
+    if replicas is not None:
+        out["replicas"] = replicas
+    return out
+
+
+MEMBERS: dict[str, tuple[dict[str, Any], int]] = {
+    "Job: parallelism and completions unset → 1": (body("batch/v1", "Job", job_spec()), 1),
+    "Job: min(parallelism 4, completions 8) = 4": (
+        body("batch/v1", "Job", job_spec(4, 8)),
+        4,
+    ),
+    "Job: min(parallelism 8, completions 3) = 3": (
+        body("batch/v1", "Job", job_spec(8, 3)),
+        3,
+    ),
+    "Job: completions unset → parallelism": (body("batch/v1", "Job", job_spec(6)), 6),
+    "JobSet: Σ replicas × min(parallelism, completions)": (
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {
+                "replicatedJobs": [
+                    rjob("driver", 1),
+                    rjob("workers", 2, parallelism=4, completions=4),
+                ]
+            },
+        ),
+        1 + 2 * 4,
+    ),
+    "JobSet: replicas unset → 1": (
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"replicatedJobs": [rjob("w", None, parallelism=3)]},
+        ),
+        3,
+    ),
+    "LeaderWorkerSet: size per group": (
+        body(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            {"replicas": 2, "leaderWorkerTemplate": {"size": 3}},
+        ),
+        3,
+    ),
+    "PyTorchJob: Σ replica specs": (
+        body(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 7}}},
+        ),
+        8,
+    ),
+    "MPIJob: Σ replica specs (launcher unset → 1)": (
+        body(
+            "kubeflow.org/v2beta1",
+            "MPIJob",
+            {"mpiReplicaSpecs": {"Launcher": {}, "Worker": {"replicas": 4}}},
+        ),
+        5,
+    ),
+    "TrainJob: trainer.numNodes": (
+        body("trainer.kubeflow.org/v1alpha1", "TrainJob", {"trainer": {"numNodes": 4}}),
+        4,
+    ),
+    "RayCluster: head + minReplicas × numOfHosts per group": (
+        body(
+            "ray.io/v1",
+            "RayCluster",
+            {
+                "headGroupSpec": {},
+                "workerGroupSpecs": [
+                    {"minReplicas": 2, "replicas": 4, "numOfHosts": 2},
+                    {"replicas": 3},
+                ],
+            },
+        ),
+        1 + 2 * 2 + 3,
+    ),
+    "RayJob: its cluster spec, the same way": (
+        body("ray.io/v1", "RayJob", {"rayClusterSpec": {"workerGroupSpecs": [{"minReplicas": 1}]}}),
+        2,
+    ),
+    "a field of the wrong type reads as its default, never raises": (
+        body("batch/v1", "Job", {"parallelism": "four"}),
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MEMBERS))
+def test_members(name: str) -> None:
+    raw, members = MEMBERS[name]
+    rec = workload_record(raw)
+    assert rec is not None
+    assert rec.members == members
+
+
+UNSUPPORTED: dict[str, tuple[dict[str, Any], str]] = {
+    "JobSet InOrder": (
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"startupPolicy": {"startupPolicyOrder": "InOrder"}, "replicatedJobs": [rjob("a", 1)]},
+        ),
+        "spec.startupPolicy.startupPolicyOrder is InOrder",
+    ),
+    "JobSet exclusive placement": (
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"replicatedJobs": [rjob("a", 1)]},
+            annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+        ),
+        "annotation alpha.jobset.sigs.k8s.io/exclusive-topology",
+    ),
+    "JobSet dependsOn": (
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"replicatedJobs": [rjob("a", 1), {**rjob("b", 1), "dependsOn": [{"name": "a"}]}]},
+        ),
+        "replicatedJobs 'b': dependsOn",
+    ),
+    "LWS LeaderReady": (
+        body(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            {"startupPolicy": "LeaderReady", "leaderWorkerTemplate": {"size": 2}},
+        ),
+        "spec.startupPolicy is LeaderReady",
+    ),
+    "LWS exclusive topology": (
+        body(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            {"leaderWorkerTemplate": {"size": 2}},
+            annotations={"leaderworkerset.sigs.k8s.io/exclusive-topology": "rack"},
+        ),
+        "annotation leaderworkerset.sigs.k8s.io/exclusive-topology",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSUPPORTED))
+def test_unsupported(name: str) -> None:
+    raw, starts = UNSUPPORTED[name]
+    rec = workload_record(raw)
+    assert rec is not None
+    assert rec.unsupported.startswith(starts), rec.unsupported
+
+
+def test_supported_startup_policies_are_fine() -> None:
+    js = workload_record(
+        body(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"startupPolicy": {"startupPolicyOrder": "AnyOrder"}},
+        )
+    )
+    lws = workload_record(
+        body("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", {"startupPolicy": "LeaderCreated"})
+    )
+    assert js is not None and js.unsupported == ""
+    assert lws is not None and lws.unsupported == ""
+
+
+def test_owner_state_suspension_and_kept_metadata() -> None:
+    raw = body(
+        "batch/v1",
+        "Job",
+        {**job_spec(2), "suspend": True},
+        labels={"phalanx.dev/queue": "q", "app": "x"},
+        annotations={"phalanx.dev/min-member": "2", "note": "y"},
+        ownerReferences=[
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": "js",
+                "uid": "j",
+                "controller": True,
+            }
+        ],
+    )
+    raw["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    rec = job_record(raw)
+    assert rec.state == "Complete"
+    w = rec.workload
+    assert w is not None
+    assert (w.state, w.suspended) == ("Complete", True)
+    assert w.owner is not None and (w.owner.kind, w.owner.uid, w.owner.group) == (
+        "JobSet",
+        "j",
+        "jobset.x-k8s.io",
+    )
+    assert dict(w.labels) == {"phalanx.dev/queue": "q"}
+    assert dict(w.annotations) == {"phalanx.dev/min-member": "2"}
+
+
+def test_unknown_kind_is_not_a_workload() -> None:
+    assert workload_record(body("apps/v1", "Deployment", {})) is None
+
+
+def test_pod_keeps_owner_api_version_and_only_ganging_annotations() -> None:
+    rec = pod_record(
+        {
+            "metadata": {
+                "name": "p",
+                "namespace": "ns",
+                "uid": "pu",
+                "annotations": {"phalanx.dev/min-member": "3", "other": "x"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": "rs",
+                        "uid": "r",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"schedulerName": "phalanx", "containers": []},
+        }
+    )
+    assert rec.owner_api == "apps/v1"
+    assert dict(rec.annotations) == {"phalanx.dev/min-member": "3"}

@@ -330,3 +330,28 @@ def test_a_starving_gang_of_several_members_starts_before_the_order() -> None:
         snapshot(fabric(1, 1, 1), pending=one), replace(order, start_starving_min_members=2), NOW
     )
     assert set(solo.bindings) == {"ns/small"}
+
+
+def test_a_starving_gang_of_a_whole_leaf_starts_before_the_order() -> None:
+    """One leaf of two nodes. `leaf` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its
+    bound, and needs the whole leaf; `small` (8 GPUs, limit 60 s, created a second later)
+    comes first by work. With n01 busy until NOW + 100, `small` starts on n00 (it ends by
+    NOW + 60) and `leaf` reserves both nodes from NOW + 100. At NOW + 100 both are free: the
+    shipped rule (`start_starving_leaves` 1) starts `leaf` before the walk; without it the
+    walk hands n00 to `small` first and `leaf` reserves again, from NOW + 160."""
+    pending = [
+        gang("leaf").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    shipped = replace(OperatorConfig().to_policy(), estimate_unreserved=False)
+    run = [running("r").on(N1).started(NOW - 50).time_limit(150)]
+    t = schedule(snapshot(fabric(1, 1, 2), running=run, pending=pending), shipped, NOW)
+    assert dict(t.bindings) == {"ns/small": {"small-000": N0}}
+    assert t.reservations["ns/leaf"].start == NOW + 100
+    later = snapshot(fabric(1, 1, 2), pending=pending)
+    honoured = schedule(later, shipped, NOW + 100)
+    assert set(honoured.bindings) == {"ns/leaf"}
+    assert set(honoured.bindings["ns/leaf"].values()) == {N0, N1}
+    again = schedule(later, replace(shipped, start_starving_leaves=0.0), NOW + 100)
+    assert set(again.bindings) == {"ns/small"}
+    assert again.reservations["ns/leaf"].start == NOW + 160

@@ -215,7 +215,8 @@ none fitted per trace:
    (replay of `no-honour`): the worst 64-GPU gang's planned start was 6.1 h ahead with 56 of
    its 64 GPUs free on day 35.5, and 99.6 h ahead a day later; on day 38.3 0.5 h ahead with 60
    free, then 11.7 h. EASY backfill's promise is that the reserved job starts when its
-   reservation comes due; Slurm keeps it by making the reserved job the highest priority one.
+   reservation comes due; in Slurm the jobs backfilled around a reservation are of lower
+   priority than the job it is for, so the main scheduler starts that job first once it fits.
    Why a leaf: a gang within a leaf re-gathers its nodes as that leaf's nodes free one by one,
    a gang of a leaf or more needs whole leaves drained, which is what the reservation bought.
    Honouring every starving gang of two or more pods (`start-starving-2`) is FIFO for them
@@ -316,18 +317,21 @@ NOTES = """## How to read this, and what it assumes
   (appends to `results/sim-settings.jsonl`; `--render-only` redraws this file and the plot).
 - The replays of `pod`, `fifo-gang`, `volcano` and `phalanx-conservative` were recorded before
   issue 19 (`phalanx-conservative` under its old name `phalanx`) and kept: the new `Policy`
-  fields were added to their configurations at the neutral values the old code ran (no work
-  term, no bound, every gang may reserve). Checked by replaying `volcano` and
-  `phalanx-conservative` on ITP cluster02 with the new code: every figure identical.
+  fields were added to their configurations at the values the old code ran (no work term, no
+  bound, every gang may reserve, no honoured reservations, and the reclaim accounting before
+  the churn fix: `charge_promised` off, which `phalanx.sim.policies` keeps for them so their
+  recorded replays are still what this code runs). Checked by replaying `volcano` and
+  `phalanx-conservative` on ITP cluster02 with the new code: every figure identical. On the
+  ITP traces (one queue, no reclaim) the churn fix changes nothing; on Philly `volcano` and
+  `phalanx-conservative` are the replays with the old accounting (their 10,255 and 10,913
+  evictions were not the churn that tripled the old default's), not rerun with the fix.
 - Wall times were measured on the shared 2-core machine while other work (test suites, core
   benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
   cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results
   other than timing are identical between runs (checked: the 12 `pod`/`fifo-gang`/`volcano`
   replays of clusters 01, 02, 03, 05 rerun at 05:21 matched the 03:13 run figure for figure).
-- Missing: Philly under `fifo-gang`. Its replay was stopped at 06:31 UTC on 2026-11-30 after
-  25,172 of the 82,247 jobs had arrived in 903 s (the machine's load was 4–9 from other work;
-  `volcano` had reached the same point in about 500 s); it would have needed about another
-  hour. `make bench-sim` runs it (the only replay missing) and keeps the rest.
+- Philly under `fifo-gang` was stopped once on 2026-11-30 (06:31 UTC, a loaded machine) and
+  replayed whole later that day (finished 07:15 UTC, 2,435 s).
 - Where the time goes (py-spy on the Philly `volcano` replay): 95% inside the core's
   `schedule` (its `prepare` ~11%, the walk over the pending gangs and their explanations the
   rest), ~5% in the simulator (events, snapshots, metrics). A cycle's cost grows with the

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from phalanx.core import CycleResult
 from phalanx.sim import engine
-from phalanx.sim.nodes import load_cluster
-from phalanx.sim.policies import get_policy, with_settings
-from phalanx.sim.queues import queues_for_trace
-from phalanx.sim.traces import load_trace
+from phalanx.sim.nodes import Cluster, load_cluster
+from phalanx.sim.policies import SimPolicy, get_policy, with_settings
+from phalanx.sim.queues import QueueSpec, queues_for_trace
+from phalanx.sim.traces import TraceJob, load_trace
 
 
 @dataclass
@@ -57,19 +58,28 @@ class _Replay(engine.Replay):
         super()._start(sim, nodes, t_s)
 
 
+def replay(
+    jobs: Sequence[TraceJob],
+    cluster: Cluster,
+    queues: Sequence[QueueSpec],
+    policy: SimPolicy,
+    cycle_interval_s: float = 60.0,
+) -> tuple[engine.SimResult, Churn]:
+    """`engine.simulate`, recording every eviction."""
+    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented.churn = Churn()
+    return instrumented.run(), instrumented.churn
+
+
 def measure(
     trace: str, shape: str, policy: str, limit_jobs: int | None, settings: dict[str, str]
 ) -> tuple[engine.SimResult, Churn]:
-    """Replay with 60 s cycles, as `make bench-sim` does, recording every eviction."""
+    """Replay a trace with 60 s cycles, as `make bench-sim` does, recording every eviction."""
     loaded = load_trace(trace)
     cluster = load_cluster(shape)
     jobs = loaded.jobs[:limit_jobs] if limit_jobs is not None else loaded.jobs
     chosen = with_settings(get_policy(policy), settings)
-    replay = _Replay(
-        jobs, cluster, queues_for_trace(loaded, cluster.total_gpus), chosen, cycle_interval_s=60.0
-    )
-    replay.churn = Churn()
-    return replay.run(), replay.churn
+    return replay(jobs, cluster, queues_for_trace(loaded, cluster.total_gpus), chosen)
 
 
 def report(result: engine.SimResult, churn: Churn) -> list[str]:

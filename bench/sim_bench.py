@@ -207,8 +207,9 @@ none fitted per trace:
    whatever it can use). Evictions are made in the walk only, in fair-share order: a gang that
    could reclaim or preempt is not planned before the walk (see "Reclaim churn" below).
 4. **A binding reservation is honoured** (`--start-starving-leaves 1`, new this session): a
-   starving gang of at least a leaf's worth of nodes (pods ≥ the nodes under the smallest
-   leaf: 4 on `small`, 8 on `medium`) that fits now starts before the walk. Its reservation held
+   starving gang of at least a leaf's worth of nodes (pods ≥ the nodes under the largest
+   leaf: 4 on `small`, 8 on `medium`; never a gang of one pod) that fits now starts before the
+   walk. Its reservation held
    nodes free of longer backfill for cycles, and on the cycle they are all free at last the
    walk used to hand them to whichever gang came first in the order of rule 1 — a single-GPU
    job of less work — so the gang drained the nodes again, and again. Measured on cluster02

@@ -618,17 +618,19 @@ class Walk:
         (small gangs of less work), so the gang would drain the nodes again, and again.
 
         Only for gangs of at least `start_starving_leaves` leaves' worth of nodes (pods ≥ that
-        × the nodes of the smallest leaf) or `start_starving_min_members` pods: a gang within
-        a leaf re-gathers its nodes as the leaf's nodes free one by one, a gang of a whole leaf
-        or more needs a drain, which is what its reservation bought; honouring every starving
-        gang is FIFO under overload (bench/SIM.md)."""
+        × the nodes under the largest leaf, and never a gang of one pod) or
+        `start_starving_min_members` pods: a gang within a leaf re-gathers its nodes as the
+        leaf's nodes free one by one, a gang of a whole leaf or more needs a drain, which is
+        what its reservation bought; honouring every starving gang is FIFO under overload
+        (bench/SIM.md). Without topology labels every node is a leaf of its own, and every
+        starving gang of two or more pods is honoured."""
         p = self.policy
         members = sum(len(s.pods) for s in w.shapes)
         by_count = p.start_starving_min_members > 0 and members >= p.start_starving_min_members
         by_leaf = False
         if p.start_starving_leaves > 0:
-            leaf = min((len(ns) for ns in self.prep.topo.leaf_nodes if ns), default=1)
-            by_leaf = members >= math.ceil(p.start_starving_leaves * leaf - 1e-9)
+            leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
+            by_leaf = members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
         return (by_count or by_leaf) and self._starving(w)
 
     def _may_reserve(self, w: GangWork) -> bool:

@@ -278,8 +278,9 @@ class Policy:
     first."""
     start_starving_leaves: float = 0.0
     """A starving gang of at least this many leaves' worth of nodes (pods placed at once ≥
-    this × the nodes of the smallest leaf) that fits now starts before the walk, ahead of the
-    order: its binding reservation is honoured (0: off; the walk starts it in its turn)."""
+    this × the nodes under the largest leaf, and at least 2) that fits now starts before the
+    walk, ahead of the order: its binding reservation is honoured (0: off; the walk starts it
+    in its turn)."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

@@ -110,6 +110,11 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "starving gangs reserve in the order they starved (earliest deadline first), not "
         "oldest first",
     ),
+    "honour-unguarded": (
+        "phalanx",
+        {"honour_within_share": "false"},
+        "honoured reservations also for gangs that would take their queue beyond its share",
+    ),
     "no-under-share": (
         "phalanx",
         {"reserve_under_share": "false"},

@@ -631,7 +631,12 @@ class Walk:
         if p.start_starving_leaves > 0:
             leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
             by_leaf = members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
-        return (by_count or by_leaf) and self._starving(w)
+        if not (by_count or by_leaf) or not self._starving(w):
+            return False
+        # Only within its queue's share: a gang started beyond it borrows, another queue may
+        # reclaim it at once, and it would start first again the next cycle (a livelock).
+        q = w.queue
+        return not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved
 
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):

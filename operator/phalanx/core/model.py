@@ -281,6 +281,10 @@ class Policy:
     this × the nodes under the largest leaf, and at least 2) that fits now starts before the
     walk, ahead of the order: its binding reservation is honoured (0: off; the walk starts it
     in its turn)."""
+    honour_within_share: bool = True
+    """Honour a reservation (`start_starving_leaves`) only when the gang keeps its queue within
+    its deserved share (off: the first replays of the rule; a borrowing gang started first was
+    reclaimed and started first again, cycle after cycle)."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

@@ -12,8 +12,11 @@ run:
 - **native**: kube-scheduler (the same cluster's), each gang a `scheduling.k8s.io/v1alpha2`
   PodGroup (`schedulingPolicy.gang.minCount`), its pods naming it in
   `spec.schedulingGroup.podGroupName`;
-- **volcano**: Volcano's vc-scheduler, only when VOLCANO_SCHEDULER names an executable (see
-  bench/README.md for how to build one); otherwise skipped with one line.
+- **volcano**: Volcano's vc-scheduler, only when VOLCANO_SCHEDULER names an executable and
+  VOLCANO_CRDS the volcano repo's `config/crd/volcano/bases` (bench/README.md says how to build
+  one); its CRDs are applied, its `default` Queue opened by hand (no vc-controller-manager), each
+  gang a `scheduling.volcano.sh` PodGroup, its pods `schedulerName: volcano`; otherwise skipped
+  with one line.
 
 Workloads (each side gets the same pods; one-GPU pods unless said):
 - `throughput-8`, `throughput-64`: 2,000 pods in gangs of 8 (250 gangs) and 1,984 in gangs of 64
@@ -48,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 
 from phalanx.devcluster import cluster as devcluster
@@ -77,6 +81,7 @@ ONLY = {w for w in os.environ.get("PEERS_ONLY", "").split(",") if w}
 OUT = REPO / "bench" / "results" / ("peers.json" if SHAPE == "large" else f"peers-{SHAPE}.json")
 LEAF = "network.topology.nvidia.com/block"
 NATIVE = ("scheduling.k8s.io", "v1alpha2")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
 CREATES_IN_FLIGHT = 16
 SAMPLE_S = 0.2
 
@@ -88,8 +93,9 @@ def log(msg: str) -> None:
 # -- the schedulers ----------------------------------------------------------------------------
 
 
-def volcano_binary() -> Path | None:
-    """VOLCANO_SCHEDULER, if it names an executable file; otherwise one line and None."""
+def volcano_binary() -> tuple[Path, Path] | None:
+    """VOLCANO_SCHEDULER (a vc-scheduler binary) and VOLCANO_CRDS (the volcano repo's
+    config/crd/volcano/bases), if both are usable; otherwise one line and None."""
     value = os.environ.get("VOLCANO_SCHEDULER", "")
     if not value:
         log("Volcano skipped: VOLCANO_SCHEDULER is not set (bench/README.md says how to build one)")
@@ -98,12 +104,94 @@ def volcano_binary() -> Path | None:
     if not path.is_file() or not os.access(path, os.X_OK):
         log(f"Volcano skipped: VOLCANO_SCHEDULER={value} is not an executable file")
         return None
-    log(
-        f"Volcano skipped: VOLCANO_SCHEDULER={value} is set, but this bench does not drive "
-        "vc-scheduler yet (its CRDs, an open Queue and the scheduler's configuration are still to "
-        "be wired); see bench/README.md"
+    crds = Path(os.environ.get("VOLCANO_CRDS", ""))
+    needed = [crds / f"scheduling.volcano.sh_{kind}.yaml" for kind in ("podgroups", "queues")]
+    if not os.environ.get("VOLCANO_CRDS") or not all(f.is_file() for f in needed):
+        log(
+            "Volcano skipped: VOLCANO_CRDS must name the volcano repo's config/crd/volcano/bases "
+            f"(with {', '.join(f.name for f in needed)})"
+        )
+        return None
+    return path, crds
+
+
+VOLCANO_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+"""Volcano's default scheduler configuration (its chart's volcano-scheduler.conf, v1.15.1)."""
+
+
+def start_volcano(
+    c: Cluster, kubeconfig: Path, binary: Path, crds: Path
+) -> subprocess.Popen[bytes]:
+    """Volcano's CRDs, its `default` Queue opened by hand (no vc-controller-manager here), and
+    vc-scheduler as a process of ours."""
+    ext = client.ApiextensionsV1Api(c.api_client)
+    for kind in ("podgroups", "queues"):
+        body = yaml.safe_load((crds / f"scheduling.volcano.sh_{kind}.yaml").read_text())
+        try:
+            ext.create_custom_resource_definition(body)
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            c.custom.create_cluster_custom_object(
+                *VOLCANO,
+                "queues",
+                {
+                    "apiVersion": "/".join(VOLCANO),
+                    "kind": "Queue",
+                    "metadata": {"name": "default"},
+                    "spec": {"weight": 1, "reclaimable": True},
+                },
+            )
+            break
+        except client.ApiException as exc:
+            if exc.status == 409:
+                break
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)  # the CRD is not served yet
+    c.custom.patch_cluster_custom_object_status(
+        *VOLCANO, "queues", "default", {"status": {"state": "Open"}}
     )
-    return None
+    conf = Path(f"/tmp/{NAME}-volcano.conf")
+    conf.write_text(VOLCANO_CONF)
+    out = Path(f"/tmp/{NAME}-volcano.log").open("wb")  # noqa: SIM115 - the process keeps it
+    proc = subprocess.Popen(
+        [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--scheduler-conf={conf}",
+            "--leader-elect=false",
+            "--kube-api-qps=10000",
+            "--kube-api-burst=10000",
+            f"--listen-address=127.0.0.1:{free_port()}",
+            f"--healthz-address=127.0.0.1:{free_port()}",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    time.sleep(5)
+    if proc.poll() is not None:
+        raise SystemExit(f"vc-scheduler exited at once ({proc.returncode}): see {out.name}")
+    log(f"vc-scheduler running ({binary}), log {out.name}")
+    return proc
 
 
 def native_served(c: Cluster) -> bool:
@@ -146,6 +234,14 @@ def group_body(side: str, name: str, size: int, topology: bool) -> dict[str, Any
             "metadata": {"name": name},
             "spec": spec,
         }
+    if side == "volcano":
+        # Volcano's topology-aware placement needs HyperNode objects (not made here): no hint.
+        return {
+            "apiVersion": "/".join(VOLCANO),
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"minMember": size, "queue": "default"},
+        }
     native: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": size}}}
     if topology:
         native["schedulingConstraints"] = {"topology": [{"key": LEAF}]}
@@ -163,18 +259,24 @@ def pod_body(side: str, name: str, group: str, gpus: int) -> dict[str, Any]:
         "containers": [container(gpus, cpu="100m")],
     }
     labels = {"bench/gang": group}
+    annotations: dict[str, str] = {}
     if side == "phalanx":
         spec["schedulerName"] = "phalanx"
         labels["phalanx.dev/pod-group"] = group
+    elif side == "volcano":
+        spec["schedulerName"] = "volcano"
+        annotations["scheduling.k8s.io/group-name"] = group
     else:
         spec["schedulerName"] = "default-scheduler"
         spec["schedulingGroup"] = {"podGroupName": group}
-    return {"metadata": {"name": name, "labels": labels}, "spec": spec}
+    return {"metadata": {"name": name, "labels": labels, "annotations": annotations}, "spec": spec}
 
 
 def create_group(c: Cluster, ns: str, side: str, body: dict[str, Any]) -> None:
     if side == "phalanx":
         c.custom.create_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", body)
+    elif side == "volcano":
+        c.custom.create_namespaced_custom_object(*VOLCANO, ns, "podgroups", body)
     else:
         c.custom.create_namespaced_custom_object(*NATIVE, ns, "podgroups", body)
 
@@ -192,8 +294,12 @@ def create_timed(c: Cluster, ns: str, bodies: list[dict[str, Any]]) -> dict[str,
     return created
 
 
+PIDS: dict[str, int] = {}
+"""Scheduler processes we started (phalanx, volcano), by side."""
+
+
 def scheduler_cpu(side: str, op_pid: int) -> float:
-    pid = op_pid if side == "phalanx" else process_pid("kube-scheduler")
+    pid = PIDS.get(side) if side != "native" else process_pid("kube-scheduler")
     return cpu_seconds(pid) if pid is not None else float("nan")
 
 
@@ -313,7 +419,7 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float:
 
 def main() -> None:
     shape = load_shape(SHAPE)
-    volcano_binary()
+    volcano = volcano_binary()
     if devcluster.status(NAME).up:
         devcluster.down(name=NAME, log=log)
     kubeconfig = devcluster.up(
@@ -325,6 +431,7 @@ def main() -> None:
         runtime_config=devcluster.NATIVE_GANG_RUNTIME_CONFIG,
     )
     op: subprocess.Popen[bytes] | None = None
+    vc: subprocess.Popen[bytes] | None = None
     try:
         c = Cluster(kubeconfig)
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
@@ -333,6 +440,10 @@ def main() -> None:
         leaf_of = {n.metadata.name: n.metadata.labels.get(LEAF, "-") for n in node_items}
         nodes, gpus = len(node_items), 8 * len(node_items)
         sides = ["phalanx", *(["native"] if native_served(c) else [])]
+        if volcano is not None:
+            vc = start_volcano(c, kubeconfig, *volcano)
+            PIDS["volcano"] = vc.pid
+            sides.append("volcano")
         core = "compiled" if os.environ.get("PHALANX_CORE_BUILD") else "pure"
         log(f"sides: {', '.join(sides)}; the operator runs on the {core} core")
         op_log = Path(os.environ.get("PEERS_OPERATOR_LOG", f"/tmp/{NAME}-operator.log"))
@@ -345,6 +456,7 @@ def main() -> None:
             stdout=op_log.open("wb"),
             stderr=subprocess.STDOUT,
         )
+        PIDS["phalanx"] = op.pid
         time.sleep(8)
         pods8 = min(2000, gpus // 2) // 8 * 8
         pods64 = min(2000, gpus // 2) // 64 * 64
@@ -373,11 +485,15 @@ def main() -> None:
                 if w not in raw:
                     continue
                 for side in order:
+                    if w == "leaves-hint" and side == "volcano":
+                        continue  # its topology hints need HyperNode objects, not made here
                     raw[w][side].append(measure(side, run))
         summary: dict[str, dict[str, Any]] = {}
         for w, by_side in raw.items():
             summary[w] = {}
             for side, runs in by_side.items():
+                if not runs:
+                    continue
                 if w.startswith("throughput"):
                     keys = [
                         "after_last_create_s",
@@ -405,7 +521,11 @@ def main() -> None:
             "runtime_config": devcluster.NATIVE_GANG_RUNTIME_CONFIG,
             "phalanx_core": core,
             "sides": sides,
-            "volcano": "skipped (VOLCANO_SCHEDULER unset or not driven; bench/README.md)",
+            "volcano": (
+                "vc-scheduler " + os.environ.get("VOLCANO_VERSION", "(version not given)")
+                if volcano is not None
+                else "skipped: VOLCANO_SCHEDULER unset or unusable (bench/README.md)"
+            ),
             "pods": {"throughput-8": pods8, "throughput-64": pods64},
             "leaves_workload": {"gangs": leaf_gangs, "pods_per_gang": leaf_size, "gpus_per_pod": 8},
             "reclaim": "not measured: native gang scheduling has no queues to lend or reclaim",
@@ -415,9 +535,10 @@ def main() -> None:
         OUT.write_text(json.dumps(out, indent=1) + "\n")
         print(json.dumps(summary, indent=1))
     finally:
-        if op is not None:
-            op.terminate()
-            op.wait(timeout=30)
+        for proc in (op, vc):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
         devcluster.down(name=NAME, log=log)
 
 

@@ -140,8 +140,10 @@ def start_volcano(
     """Volcano's CRDs, its `default` Queue opened by hand (no vc-controller-manager here), and
     vc-scheduler as a process of ours."""
     ext = client.ApiextensionsV1Api(c.api_client)
-    for kind in ("podgroups", "queues"):
-        body = yaml.safe_load((crds / f"scheduling.volcano.sh_{kind}.yaml").read_text())
+    # All of them: vc-scheduler waits for its informers (NUMA topologies, HyperNodes…) to sync
+    # before it schedules anything, and a kind that is not served never syncs.
+    for crd in sorted(crds.glob("*.yaml")):
+        body = yaml.safe_load(crd.read_text())
         try:
             ext.create_custom_resource_definition(body)
         except client.ApiException as exc:
@@ -298,6 +300,24 @@ PIDS: dict[str, int] = {}
 """Scheduler processes we started (phalanx, volcano), by side."""
 
 
+def teardown(c: Cluster, ns: str, side: str) -> None:
+    """PodGroups first, then the pods: a gang whose pods are deleted under it is a member
+    failure (or, with its `Running` report still deferred, a partly bound gang to roll back,
+    which recreates bare pods), work that is no part of the next measurement."""
+    api = {"phalanx": ("phalanx.dev", "v1alpha1"), "native": NATIVE, "volcano": VOLCANO}[side]
+    c.custom.delete_collection_namespaced_custom_object(*api, ns, "podgroups")
+    deadline = time.monotonic() + 60
+    # Native PodGroups keep a protection finalizer while pods name them: not awaited.
+    while side != "native" and c.custom.list_namespaced_custom_object(
+        *api, ns, "podgroups", limit=1
+    )["items"]:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"PodGroups of {ns} not gone after 60 s")
+        time.sleep(0.2)
+    time.sleep(1)  # the schedulers have seen them go
+    drop_namespace(c, ns)
+
+
 def scheduler_cpu(side: str, op_pid: int) -> float:
     pid = PIDS.get(side) if side != "native" else process_pid("kube-scheduler")
     return cpu_seconds(pid) if pid is not None else float("nan")
@@ -335,7 +355,7 @@ def throughput(
         "scheduler_cpu_s_per_1000_pods": round(1000 * cpu / len(bodies), 2),
     }
     log(f"{side} throughput, gangs of {gang_size}, run {run + 1}: {out}")
-    drop_namespace(c, ns)
+    teardown(c, ns, side)
     return out
 
 
@@ -384,7 +404,7 @@ def conflict(c: Cluster, side: str, run: int, nodes: int) -> dict[str, Any]:
     }
     log(f"{side} conflict, run {run + 1}: {out}")
     rec.wait_all(0, timeout=1)
-    drop_namespace(c, ns)
+    teardown(c, ns, side)
     return out
 
 
@@ -406,7 +426,7 @@ def leaves(
     counts = sorted(len(v) for v in spans.values())
     out = {"median": statistics.median(counts), "worst": counts[-1], "per_gang": counts}
     log(f"{side} leaves per gang, topology hint {topology}, run {run + 1}: {out}")
-    drop_namespace(c, ns)
+    teardown(c, ns, side)
     return out
 
 

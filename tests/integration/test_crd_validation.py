@@ -172,13 +172,23 @@ def crds_applied(cluster: Cluster) -> Cluster:
 
 
 def test_the_examples_are_accepted(crds_applied: Cluster, workload_controllers: object) -> None:
-    """The JobSet and LWS examples too, by the real controllers' CRDs and webhooks."""
+    """The JobSet and LWS examples too, by the real controllers' CRDs and webhooks. The
+    namespaces the examples create are made first (a dry run creates nothing, so the objects
+    in them would be refused for a namespace that does not exist)."""
+    namespaces = [
+        d
+        for f in sorted((REPO / "deploy" / "examples").glob("*.yaml"))
+        for d in yaml.safe_load_all(f.read_text())
+        if d and d.get("kind") == "Namespace"
+    ]
+    made = _kubectl(crds_applied, "apply", "-f", "-", stdin=yaml.safe_dump_all(namespaces))
+    assert made.returncode == 0, made.stderr
     done = _kubectl(
         crds_applied, "apply", "--dry-run=server", "-f", str(REPO / "deploy" / "examples")
     )
     assert done.returncode == 0, f"the examples were refused:\n{done.stderr}"
     for kind in (
-        *("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/"),
+        *("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/sweep"),
         *(
             "jobset.jobset.x-k8s.io/multislice",
             "leaderworkerset.leaderworkerset.x-k8s.io/inference",

@@ -279,7 +279,7 @@ CHANGES = [
 
 
 def _spec(cluster: Cluster, name: str) -> dict[str, Any]:
-    done = _kubectl(cluster, "get", "podgroup", name, "-n", "default", "-o", "json")
+    done = _kubectl(cluster, "get", "podgroups.phalanx.dev", name, "-n", "default", "-o", "json")
     assert done.returncode == 0, done.stderr
     spec: dict[str, Any] = yaml.safe_load(done.stdout)["spec"]
     return spec
@@ -308,4 +308,6 @@ def test_a_change_to_an_existing_podgroup_is_refused_or_accepted_as_the_contract
             assert words in done.stderr, f"{change.what}: {words!r} not in:\n{done.stderr}"
         assert _spec(crds_applied, name) == before, "a refused change must leave the spec alone"
     finally:
-        _kubectl(crds_applied, "delete", "podgroup", name, "-n", "default", "--wait=false")
+        _kubectl(
+            crds_applied, "delete", "podgroups.phalanx.dev", name, "-n", "default", "--wait=false"
+        )

@@ -441,6 +441,9 @@ def build_view(
                 priority_class=_priority_class(gang),
                 invalid=problem_in_spec,
                 due_since=parse_time(gang.status.get("phantomDueAt")),
+                queue_source=gang.auto.queue_source
+                if gang.auto is not None and gang.group is not None and gang.group.managed
+                else "",
             )
         )
         pending_keys.add(key)

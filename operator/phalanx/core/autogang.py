@@ -127,6 +127,17 @@ class AutoGang:
     hint: str = ""
 
     @property
+    def spec(self) -> ManagedSpec:
+        """What of a PodGroup spec this gang's workload asks for now."""
+        return ManagedSpec(
+            self.min_member,
+            self.queue,
+            self.topology_required,
+            self.topology_preferred,
+            self.time_limit,
+        )
+
+    @property
     def waits(self) -> bool:
         """The pod must not be scheduled on its own: its gang is not made (yet)."""
         return not self.name and self.problem_reason != ""

@@ -364,7 +364,7 @@ def build_view(
             and gang.auto is not None
             and needs_remake(
                 _managed_spec(gang.group),
-                _auto_spec(gang.auto),
+                gang.auto.spec,
                 managed=gang.group.managed,
                 placed=decision.phase != Phase.PENDING or bool(bound_now),
                 busy=gang.uid in busy,
@@ -558,16 +558,6 @@ def _managed_spec(group: GroupRec) -> ManagedSpec:
         group.topology_required,
         group.topology_preferred,
         int(group.time_limit) if group.time_limit is not None else None,
-    )
-
-
-def _auto_spec(auto: AutoGang) -> ManagedSpec:
-    return ManagedSpec(
-        auto.min_member,
-        auto.queue,
-        auto.topology_required,
-        auto.topology_preferred,
-        auto.time_limit,
     )
 
 

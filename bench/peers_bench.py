@@ -308,9 +308,10 @@ def teardown(c: Cluster, ns: str, side: str) -> None:
     c.custom.delete_collection_namespaced_custom_object(*api, ns, "podgroups")
     deadline = time.monotonic() + 60
     # Native PodGroups keep a protection finalizer while pods name them: not awaited.
-    while side != "native" and c.custom.list_namespaced_custom_object(
-        *api, ns, "podgroups", limit=1
-    )["items"]:
+    while (
+        side != "native"
+        and c.custom.list_namespaced_custom_object(*api, ns, "podgroups", limit=1)["items"]
+    ):
         if time.monotonic() > deadline:
             raise SystemExit(f"PodGroups of {ns} not gone after 60 s")
         time.sleep(0.2)

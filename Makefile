@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane workload-controllers sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim bench-hostile
+.PHONY: demo test test-unit test-core-compiled core-compiled test-integration lint venv control-plane workload-controllers sync-chart bench-core bench-devcluster clean down chaos bench-e2e bench-write-cost bench-sim bench-hostile bench-peers
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -101,3 +101,9 @@ bench-write-cost: control-plane
 SIM_FLAGS ?= --reuse
 bench-sim: $(STAMP)
 	$(BIN)/python bench/sim_bench.py $(SIM_FLAGS)
+
+## Side by side with kube-scheduler's own gang scheduling (Kubernetes 1.36 gates on) and, when
+## VOLCANO_SCHEDULER names a vc-scheduler binary, Volcano (large shape, 3 alternating runs);
+## writes bench/results/peers.json. PEERS_SHAPE=small for a quick look (peers-small.json).
+bench-peers: control-plane
+	$(BIN)/python tools/build_core.py --exec $(BIN)/python bench/peers_bench.py

@@ -111,7 +111,7 @@ def _cmdline(pid: int) -> str:
 def gangs(kubeconfig: Path) -> list[dict[str, Any]]:
     import json
 
-    data = json.loads(kubectl(kubeconfig, "get", "podgroups", "-A", "-o", "json"))
+    data = json.loads(kubectl(kubeconfig, "get", "podgroups.phalanx.dev", "-A", "-o", "json"))
     items: list[dict[str, Any]] = data["items"]
     return items
 

@@ -20,7 +20,7 @@ from kubernetes.dynamic import DynamicClient
 from phalanx.devcluster.chart import template
 from phalanx.devcluster.controllers import WorkloadControllers
 from phalanx.devcluster.shapes import SHAPE_LABEL
-from tests.integration.conftest import Cluster
+from tests.integration.conftest import Cluster, _default_sa_exists
 from tests.integration.objects import TOLERATE_KWOK
 from tests.integration.operator_fixture import chart_manifests
 from tests.integration.waiting import wait_for
@@ -98,6 +98,13 @@ def policies(cluster: Cluster) -> Iterator[list[dict[str, Any]]]:
             field_manager="phalanx-tests",
             force_conflicts=True,
         )
+    # A fresh cluster's controller-manager makes namespace default's ServiceAccount a moment
+    # after the API server is up (slower on busy cores); a pod, even a dry-run one, needs it.
+    wait_for(
+        lambda: _default_sa_exists(cluster, "default"),
+        timeout=60,
+        what="the ServiceAccount default/default (made by the controller-manager)",
+    )
     # The API server loads policies from its informers: wait until both act.
     wait_for(
         lambda: (

@@ -172,13 +172,23 @@ def crds_applied(cluster: Cluster) -> Cluster:
 
 
 def test_the_examples_are_accepted(crds_applied: Cluster, workload_controllers: object) -> None:
-    """The JobSet and LWS examples too, by the real controllers' CRDs and webhooks."""
+    """The JobSet and LWS examples too, by the real controllers' CRDs and webhooks. The
+    namespaces the examples create are made first (a dry run creates nothing, so the objects
+    in them would be refused for a namespace that does not exist)."""
+    namespaces = [
+        d
+        for f in sorted((REPO / "deploy" / "examples").glob("*.yaml"))
+        for d in yaml.safe_load_all(f.read_text())
+        if d and d.get("kind") == "Namespace"
+    ]
+    made = _kubectl(crds_applied, "apply", "-f", "-", stdin=yaml.safe_dump_all(namespaces))
+    assert made.returncode == 0, made.stderr
     done = _kubectl(
         crds_applied, "apply", "--dry-run=server", "-f", str(REPO / "deploy" / "examples")
     )
     assert done.returncode == 0, f"the examples were refused:\n{done.stderr}"
     for kind in (
-        *("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/"),
+        *("podgroup.phalanx.dev/llm-pretrain", "queue.phalanx.dev/", "job.batch/sweep"),
         *(
             "jobset.jobset.x-k8s.io/multislice",
             "leaderworkerset.leaderworkerset.x-k8s.io/inference",
@@ -269,7 +279,7 @@ CHANGES = [
 
 
 def _spec(cluster: Cluster, name: str) -> dict[str, Any]:
-    done = _kubectl(cluster, "get", "podgroup", name, "-n", "default", "-o", "json")
+    done = _kubectl(cluster, "get", "podgroups.phalanx.dev", name, "-n", "default", "-o", "json")
     assert done.returncode == 0, done.stderr
     spec: dict[str, Any] = yaml.safe_load(done.stdout)["spec"]
     return spec
@@ -298,4 +308,6 @@ def test_a_change_to_an_existing_podgroup_is_refused_or_accepted_as_the_contract
             assert words in done.stderr, f"{change.what}: {words!r} not in:\n{done.stderr}"
         assert _spec(crds_applied, name) == before, "a refused change must leave the spec alone"
     finally:
-        _kubectl(crds_applied, "delete", "podgroup", name, "-n", "default", "--wait=false")
+        _kubectl(
+            crds_applied, "delete", "podgroups.phalanx.dev", name, "-n", "default", "--wait=false"
+        )

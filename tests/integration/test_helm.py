@@ -354,8 +354,9 @@ def test_the_chart_service_account_may_do_what_the_operator_does_and_nothing_mor
         ("patch", "", "nodes", None),
         ("delete", "", "nodes", None),
         ("delete", "", "namespaces", None),
-        ("create", "phalanx.dev", "podgroups", "default"),
+        # PodGroups: created and deleted (managed ones), never updated or patched in place.
         ("update", "phalanx.dev", "podgroups", "default"),
+        ("patch", "phalanx.dev", "podgroups", "default"),
         ("delete", "phalanx.dev", "queues", None),
         ("patch", "phalanx.dev", "queues", None),
         ("create", "apiextensions.k8s.io", "customresourcedefinitions", None),

@@ -120,9 +120,22 @@ class AutoGang:
     topology_preferred: str | None = None
     time_limit: int | None = None
     state: str = "Active"
+    queue_source: str = ""
+    """Which label (annotation) of which object named `queue` ("" for the default)."""
     problem_reason: str = ""
     problem: str = ""
     hint: str = ""
+
+    @property
+    def spec(self) -> ManagedSpec:
+        """What of a PodGroup spec this gang's workload asks for now."""
+        return ManagedSpec(
+            self.min_member,
+            self.queue,
+            self.topology_required,
+            self.topology_preferred,
+            self.time_limit,
+        )
 
     @property
     def waits(self) -> bool:
@@ -159,12 +172,33 @@ def managed_name(kind: str, name: str, group_index: str | None = None) -> str:
 
 def queue_of(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
     """A queue named on an object: our label, else Kueue's, else Volcano's annotation."""
-    return (
-        labels.get(QUEUE_LABEL)
-        or labels.get(KUEUE_QUEUE_LABEL)
-        or annotations.get(VOLCANO_QUEUE_ANNOTATION)
-        or None
-    )
+    found = _queue_key(labels, annotations)
+    return found[1] if found is not None else None
+
+
+def _queue_key(labels: Mapping[str, str], annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    for key in (QUEUE_LABEL, KUEUE_QUEUE_LABEL):
+        if labels.get(key):
+            return f"label {key}", labels[key]
+    if annotations.get(VOLCANO_QUEUE_ANNOTATION):
+        return f"annotation {VOLCANO_QUEUE_ANNOTATION}", annotations[VOLCANO_QUEUE_ANNOTATION]
+    return None
+
+
+def _queue(
+    sources: list[tuple[str, Mapping[str, str], Mapping[str, str]]],
+    namespace: str,
+    namespace_queue: str | None,
+) -> tuple[str, str]:
+    """The queue and what named it: the first object of `sources` (what, labels, annotations)
+    that names one, else the namespace's label, else `default`."""
+    for what, labels, notes in sources:
+        found = _queue_key(labels, notes)
+        if found is not None:
+            return found[1], f"{found[0]} of {what}"
+    if namespace_queue:
+        return namespace_queue, f"label {QUEUE_LABEL} of namespace {namespace}"
+    return "default", ""
 
 
 def resolve(
@@ -222,14 +256,20 @@ def resolve(
     unsupported = next((w.unsupported for w in reversed(chain) if w.unsupported), "")
     members = top.members
     annotations = top.annotations
+    queue, queue_source = _queue(
+        [
+            (f"pod {pod.namespace}/{pod.name}", pod.labels, pod.annotations),
+            (top.title, top.labels, top.annotations),
+        ],
+        pod.namespace,
+        namespace_queue,
+    )
     base = AutoGang(
         name=name,
         owner=top.ref,
         min_member=max(1, members),
-        queue=queue_of(pod.labels, pod.annotations)
-        or queue_of(top.labels, top.annotations)
-        or namespace_queue
-        or "default",
+        queue=queue,
+        queue_source=queue_source,
         state=top.state,
     )
     if unsupported:
@@ -249,11 +289,17 @@ def _other_kind(pod: PodOwnership, namespace_queue: str | None) -> AutoGang:
             f"time: annotate its pod template {MIN_MEMBER_ANNOTATION}=N (or write a PodGroup) "
             "to place N of them together"
         )
+    queue, queue_source = _queue(
+        [(f"pod {pod.namespace}/{pod.name}", pod.labels, pod.annotations)],
+        pod.namespace,
+        namespace_queue,
+    )
     base = AutoGang(
         name=managed_name(owner.kind, owner.name),
         owner=owner,
         state="Unknown",
-        queue=queue_of(pod.labels, pod.annotations) or namespace_queue or "default",
+        queue=queue,
+        queue_source=queue_source,
     )
     return _apply_annotations(base, pod.annotations, f"pod {pod.namespace}/{pod.name}", None)
 

@@ -168,6 +168,9 @@ class PendingGang:
     due_since: float | None = None
     """When its reservation first came due while its pods did not exist (`minResources` only):
     it keeps the reservation `Policy.phantom_grace` seconds from then, no longer."""
+    queue_source: str = ""
+    """Where its queue's name came from, when not its own PodGroup spec (an automatic gang: "label
+    phalanx.dev/queue of Job ns/x"): a queue that does not exist says which label to fix."""
 
     @property
     def ns(self) -> str:

@@ -319,7 +319,9 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
             continue
         if qs is None:
             decisions[p.id] = GangDecision(
-                Reason.QUEUE_NOT_FOUND, f"queue {p.queue!r} does not exist"
+                Reason.QUEUE_NOT_FOUND,
+                f"queue {p.queue!r} does not exist"
+                + (f" (named by {p.queue_source})" if p.queue_source else ""),
             )
             continue
         if qs.invalid:

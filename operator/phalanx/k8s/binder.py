@@ -379,14 +379,19 @@ class Binder:
         now = self.clock()
         log.warning("rolling back gang %s: %s", gang.key, why)
         bound = gang.bound(self.assumed)
-        bare = [p for p in bound if not p.controlled]
+        # A bare pod someone else is deleting (its user, its namespace going) is theirs to end:
+        # recreating it would undo their delete. Only pods the rollback itself deletes return.
+        bare = [p for p in bound if not p.controlled and not p.deleting]
         journal: dict[str, Any] = {}
         for pod in bare:
             try:
-                journal[pod.uid] = _fresh_copy(await self.api.read_pod(pod.namespace, pod.name))
+                body = await self.api.read_pod(pod.namespace, pod.name)
             except ApiError as exc:
                 if exc.status != 404:
                     log.warning("rolling back %s: %s", pod.key, exc)
+                continue
+            if (body.get("metadata") or {}).get("deletionTimestamp") is None:
+                journal[pod.uid] = _fresh_copy(body)
         if gang.group:
             patch = evicted_mark(gang.status, "BindFailed", why, now)
             if journal:

@@ -153,6 +153,10 @@ class View:
     """Pods whose gang cannot be made: owner not found, workload suspended (they wait)."""
     hints: list[tuple[PodRec, str]] = field(default_factory=list)
     """Gangs of one that could be gangs, with how (one pod per owner)."""
+    oddities: dict[str, str] = field(default_factory=dict)
+    """Inputs the contract does not expect, handled by re-deciding from the cluster, each with
+    what was done: a pod phase nobody defined, a status edited by hand, an owner not readable.
+    Keyed so the loop logs each once while it lasts."""
 
 
 @dataclass
@@ -259,6 +263,7 @@ def build_view(
     hints: dict[str, tuple[PodRec, str]] = {}
     autos: dict[tuple[str, str, str | None, str | None], AutoGang] = {}
     remake: list[tuple[GroupRec, AutoGang]] = []
+    oddities: dict[str, str] = {}
 
     for pod in pods:
         if pod.scheduler_name != scheduler_name:
@@ -289,7 +294,7 @@ def build_view(
         gang = gangs.get(key)
         if gang is None and auto is not None:
             # Its managed PodGroup is not made yet (or not seen yet): the pods wait for it.
-            if not pod.terminal:
+            if not pod.terminal and not pod.deleting:  # a pod going away needs no gang
                 to_make.setdefault(key, (auto, pod))
                 if pod.node_name and pod.node_name in node_by_name:
                     _add(other_used.setdefault(pod.node_name, {}), pod.requests)
@@ -323,6 +328,7 @@ def build_view(
             MemberState.SUCCEEDED if p.phase == "Succeeded" else MemberState.FAILED
             for p in gang.finished
         ]
+        _note_oddities(gang, jobs, oddities)
         record, problem = Record.NONE, ""
         bound_now = {
             p.uid: (p.node_name or assumed[p.key]) for p in gang.bound(assumed) if not p.deleting
@@ -358,7 +364,7 @@ def build_view(
             and gang.auto is not None
             and needs_remake(
                 _managed_spec(gang.group),
-                _auto_spec(gang.auto),
+                gang.auto.spec,
                 managed=gang.group.managed,
                 placed=decision.phase != Phase.PENDING or bool(bound_now),
                 busy=gang.uid in busy,
@@ -435,6 +441,9 @@ def build_view(
                 priority_class=_priority_class(gang),
                 invalid=problem_in_spec,
                 due_since=parse_time(gang.status.get("phantomDueAt")),
+                queue_source=gang.auto.queue_source
+                if gang.auto is not None and gang.group is not None and gang.group.managed
+                else "",
             )
         )
         pending_keys.add(key)
@@ -471,7 +480,42 @@ def build_view(
         remake=remake,
         unganged=unganged,
         hints=list(hints.values()),
+        oddities=oddities,
     )
+
+
+POD_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed"})
+
+
+def _note_oddities(gang: Gang, jobs: Mapping[str, JobRec], out: dict[str, str]) -> None:
+    """What of `gang`'s inputs is outside the contract, and how it is handled (`View.oddities`)."""
+    for p in [*gang.pods, *gang.finished]:
+        if p.phase not in POD_PHASES:
+            out[f"{p.uid}/phase/{p.phase}"] = (
+                f"pod {p.key}: phase {p.phase!r} is not a pod phase; counted as "
+                + ("bound" if p.node_name else "pending")
+            )
+    if gang.group is None:
+        return
+    status = gang.status
+    phase = status.get("phase")
+    if phase is not None and phase not in {str(v) for v in Phase}:
+        out[f"{gang.uid}/status.phase"] = (
+            f"PodGroup {gang.key}: status.phase {phase!r} is not one of the contract's; the phase "
+            "is decided again from its pods"
+        )
+    if "placement" in status and recorded_pods(status) is None:
+        out[f"{gang.uid}/status.placement"] = (
+            f"PodGroup {gang.key}: status.placement is malformed (edited by hand?); read as no "
+            "decision record"
+        )
+    for p in gang.pods:
+        if p.owner is not None and p.owner[0] == "Job" and p.owner[2] not in jobs:
+            out[f"{gang.uid}/owner/{p.owner[2]}"] = (
+                f"PodGroup {gang.key}: Job {p.owner[1]} (owner of {p.name}) is not readable; its "
+                "completion is decided from the pods' phases"
+            )
+            break
 
 
 def _auto_gang(
@@ -514,16 +558,6 @@ def _managed_spec(group: GroupRec) -> ManagedSpec:
         group.topology_required,
         group.topology_preferred,
         int(group.time_limit) if group.time_limit is not None else None,
-    )
-
-
-def _auto_spec(auto: AutoGang) -> ManagedSpec:
-    return ManagedSpec(
-        auto.min_member,
-        auto.queue,
-        auto.topology_required,
-        auto.topology_preferred,
-        auto.time_limit,
     )
 
 

@@ -111,6 +111,7 @@ class Scheduler:
         )
         self.evictor = Evictor(config, self.api, self.metrics, self.reporter, clock)
         self.gang_maker = GangMaker(self.api, self.reporter.emit)
+        self.oddities_logged: set[str] = set()
         self.acting: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its rollback or eviction task."""
 
@@ -272,10 +273,19 @@ class Scheduler:
             self.usage_persisted_at = now
         self.reporter.report_orphans(view)
         self.reporter.report_unganged(view)
+        self._log_oddities(view)
         self.gang_maker.act(view.to_make, view.remake)
         self.reporter.write_pod_conditions(view, result)
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         return result
+
+    def _log_oddities(self, view: View) -> None:
+        """Each input outside the contract, once while it lasts (a status edited by hand stays
+        edited until the next write: a warning every cycle would drown the log)."""
+        for key, message in view.oddities.items():
+            if key not in self.oddities_logged:
+                log.warning("%s", message)
+        self.oddities_logged = set(view.oddities)
 
     async def _stand_down(self) -> None:
         """Not (or no longer) the leader: stop every task in flight and drop deferred reports.

@@ -211,30 +211,55 @@ CASES: dict[str, Case] = {
     "queue: the pod's label first (its template's own wins over the workload's)": Case(
         pod(JOB, labels={"phalanx.dev/queue": "from-pod"}),
         [wl(JOB, 1, labels={"phalanx.dev/queue": "from-job"})],
-        AutoGang(name="job-train", owner=JOB, queue="from-pod"),
+        AutoGang(
+            name="job-train",
+            owner=JOB,
+            queue="from-pod",
+            queue_source="label phalanx.dev/queue of pod team-a/p-0",
+        ),
         namespace_queue="from-ns",
     ),
     "queue: then the workload's label": Case(
         pod(JOB),
         [wl(JOB, 1, labels={"phalanx.dev/queue": "from-job"})],
-        AutoGang(name="job-train", owner=JOB, queue="from-job"),
+        AutoGang(
+            name="job-train",
+            owner=JOB,
+            queue="from-job",
+            queue_source="label phalanx.dev/queue of Job team-a/train",
+        ),
         namespace_queue="from-ns",
     ),
     "queue: then the namespace's label": Case(
         pod(JOB),
         [wl(JOB, 1)],
-        AutoGang(name="job-train", owner=JOB, queue="from-ns"),
+        AutoGang(
+            name="job-train",
+            owner=JOB,
+            queue="from-ns",
+            queue_source="label phalanx.dev/queue of namespace team-a",
+        ),
         namespace_queue="from-ns",
     ),
     "queue: Kueue's label names a Phalanx queue of the same name": Case(
         pod(JOB),
         [wl(JOB, 1, labels={"kueue.x-k8s.io/queue-name": "research"})],
-        AutoGang(name="job-train", owner=JOB, queue="research"),
+        AutoGang(
+            name="job-train",
+            owner=JOB,
+            queue="research",
+            queue_source="label kueue.x-k8s.io/queue-name of Job team-a/train",
+        ),
     ),
     "queue: Volcano's annotation too": Case(
         pod(JOB),
         [wl(JOB, 1, annotations={"scheduling.volcano.sh/queue-name": "research"})],
-        AutoGang(name="job-train", owner=JOB, queue="research"),
+        AutoGang(
+            name="job-train",
+            owner=JOB,
+            queue="research",
+            queue_source="annotation scheduling.volcano.sh/queue-name of Job team-a/train",
+        ),
     ),
     "a finished Job's state reaches the gang": Case(
         pod(JOB),

@@ -161,3 +161,22 @@ def test_a_bad_min_member_annotation_makes_the_gang_invalid_not_loose() -> None:
         c for s in api.statuses for c in s.get("conditions", []) if c.get("reason") == "Invalid"
     ]
     assert invalid and "phalanx.dev/min-member" in invalid[0]["message"]
+
+
+def test_a_queue_label_naming_no_queue_says_which_label_to_fix() -> None:
+    labelled = job(2)
+    labelled["metadata"]["labels"] = {"phalanx.dev/queue": "nope"}
+    group = managed(2)
+    group["spec"]["queue"] = "nope"
+    api = run([job_pod("train-0"), job_pod("train-1")], [group], [labelled])
+    assert not [c for c in api.calls if c[0] == "bind"]
+    found = [
+        c
+        for s in api.statuses
+        for c in s.get("conditions", [])
+        if c.get("reason") == "QueueNotFound"
+    ]
+    assert found, api.statuses
+    assert found[0]["message"] == (
+        "queue 'nope' does not exist (named by label phalanx.dev/queue of Job ns/train)"
+    )

@@ -296,3 +296,28 @@ def test_pod_conditions_of_a_backlog_go_a_bounded_number_per_cycle() -> None:
     cycle(sched)
     written = [c[1] for c in api.calls if c[0] == "pod-condition"]
     assert len(written) == 100 and len(set(written)) == 100
+
+
+def test_a_bare_member_its_user_is_deleting_is_not_recreated_by_a_rollback() -> None:
+    """g bound whole, its Running report not written yet (phase Binding); its user deletes
+    both pods, one after the other. A cycle between the two deletes sees a gone and b bound:
+    partly bound, so the gang is rolled back — but b, whose deletion has begun by the time the
+    rollback reads it, is its user's to end, not ours to recreate (found by the peers bench's
+    teardown)."""
+
+    class Deleting(FakeApi):
+        async def read_pod(self, namespace: str, pod: str) -> dict[str, Any]:
+            body = await super().read_pod(namespace, pod)
+            body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            return body
+
+    status = {
+        "phase": "Binding",
+        "scheduledAt": "1970-01-01T00:16:00Z",
+        "placement": {"pods": {"uid-a": "n1", "uid-b": "n1"}},
+    }
+    api = Deleting()
+    b = pod("b", group="g", gpus=8, node_name="n1", phase="Running")
+    cycle(scheduler(api, [b], [{**group("g", 2), "status": status}]))
+    assert ("evicted", "BindFailed") in api.calls
+    assert not [c for c in api.calls if c[0] == "create"], api.calls

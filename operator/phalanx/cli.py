@@ -182,6 +182,14 @@ def run(
             help="Binding reservations per queue per cycle (0: no cap beyond --backfill-depth).",
         ),
     ] = 0,
+    start_starving_leaves: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("start-starving-leaves"),
+            help="A starving gang of at least this many leaves' worth of nodes that fits now "
+            "starts before the order: its reservation is honoured (0: off).",
+        ),
+    ] = 1.0,
     bind_concurrency: Annotated[
         int,
         typer.Option(envvar=_env("bind-concurrency"), help="Binding calls in flight at once."),
@@ -329,6 +337,7 @@ def run(
         reserve_after_s=reserve_after,
         reserve_under_share=reserve_under_share,
         backfill_depth_per_queue=backfill_depth_per_queue,
+        start_starving_leaves=start_starving_leaves,
         bind_concurrency=bind_concurrency,
         bind_deadline_s=bind_deadline,
         eviction_grace_s=eviction_grace,

@@ -107,6 +107,9 @@ class OperatorConfig(BaseModel):
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)
     """Binding reservations per queue per cycle (0: only `backfill_depth` caps them)."""
+    start_starving_leaves: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """A starving gang of at least this many leaves' worth of nodes that fits now starts
+    before the order: its binding reservation is honoured (0: off)."""
 
     @field_validator("topology_levels")
     @classmethod
@@ -150,6 +153,7 @@ class OperatorConfig(BaseModel):
             reserve_after_s=self.reserve_after_s,
             reserve_under_share=self.reserve_under_share,
             backfill_depth_per_queue=self.backfill_depth_per_queue,
+            start_starving_leaves=self.start_starving_leaves,
             phantom_grace=self.phantom_grace_seconds,
         )
 
@@ -192,6 +196,7 @@ _FLAG_FIELDS = {
     "reserve_after_s": "--reserve-after",
     "reserve_under_share": "--reserve-under-share",
     "backfill_depth_per_queue": "--backfill-depth-per-queue",
+    "start_starving_leaves": "--start-starving-leaves",
 }
 """The order and reservation settings by the flag that sets them (errors name the flag)."""
 

@@ -247,6 +247,16 @@ class Walk:
             self.c.first_reserved = w.gang.id
         return res
 
+    def _promise(self, w: GangWork) -> None:
+        """Charge `w`'s queue for capacity held for it *now* (freed by evictions it caused, or
+        by gangs already stopping): it starts there as soon as they have stopped, so for the rest
+        of the cycle the queue's share counts it (`QueueState.alloc`: "promised to
+        reclaimers"). Without this, every gang of a queue below its share passed the reclaim
+        guard against the same allocation, and together they reclaimed past the share, which
+        the next cycles reclaimed back (bench/SIM.md, "reclaim churn")."""
+        if self.policy.charge_promised:
+            self._charge(w.queue, w.total, w.fair)
+
     # -- evictions -----------------------------------------------------------------------------
 
     def evict(self, victims: list[RunState], reason: EvictionReason, w: GangWork) -> None:
@@ -424,7 +434,18 @@ class Walk:
         cap = policy.backfill_depth_per_queue
         for name in queues:
             hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
-            hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
+            if policy.reserve_by_deadline:
+                # Earliest deadline first, the deadline being when the gang starves.
+                hungry.sort(
+                    key=lambda w: (
+                        -w.gang.priority,
+                        w.gang.creation_time + self._bound(w),
+                        w.gang.creation_time,
+                        w.gang.id,
+                    )
+                )
+            else:
+                hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
             for w in hungry:
                 if cap > 0 and self.c.reserved_in.get(name, 0) >= cap:
                     break
@@ -447,7 +468,8 @@ class Walk:
             w.waiting_for_pods
             or _over_limit(w, self.prep.index.pos)
             or w.gpus > self.prep.capacity_gpu
-            or self.try_now(w, end).assignment is not None
+            or (not self.policy.evict_before_walk and self._could_evict(w))
+            or (self.try_now(w, end).assignment is not None and not self._starts_first(w))
         ):
             return False
         if w.waiting_for_pods:
@@ -523,6 +545,7 @@ class Walk:
             soon = start_on_due(self.state, w, now, **self._caches())
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
+            self._promise(w)
             c.reasons[gid] = self.decision(
                 w,
                 Reason.WAITING_FOR_RESERVATION,
@@ -535,6 +558,7 @@ class Walk:
         if evicted is not None:
             what, got = evicted
             self.hold(w, got.assignment or [], now)
+            self._promise(w)
             c.reasons[gid] = self.decision(
                 w,
                 Reason.WAITING_FOR_RESERVATION,
@@ -586,6 +610,33 @@ class Walk:
             and self._may_reserve(w)
             and self.now - w.gang.creation_time >= self._bound(w)
         )
+
+    def _starts_first(self, w: GangWork) -> bool:
+        """Whether starving `w`, which fits now, starts before the walk: its binding
+        reservation is honoured. The capacity that reservation gathered over the last cycles is
+        free at last, and the walk would hand it to whichever gang comes first in the order
+        (small gangs of less work), so the gang would drain the nodes again, and again.
+
+        Only for gangs of at least `start_starving_leaves` leaves' worth of nodes (pods ≥ that
+        × the nodes under the largest leaf, and never a gang of one pod) or
+        `start_starving_min_members` pods: a gang within a leaf re-gathers its nodes as the
+        leaf's nodes free one by one, a gang of a whole leaf or more needs a drain, which is
+        what its reservation bought; honouring every starving gang is FIFO under overload
+        (bench/SIM.md). Without topology labels every node is a leaf of its own, and every
+        starving gang of two or more pods is honoured."""
+        p = self.policy
+        members = sum(len(s.pods) for s in w.shapes)
+        by_count = p.start_starving_min_members > 0 and members >= p.start_starving_min_members
+        by_leaf = False
+        if p.start_starving_leaves > 0:
+            leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
+            by_leaf = members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
+        if not (by_count or by_leaf) or not self._starving(w):
+            return False
+        # Only within its queue's share: a gang started beyond it borrows, another queue may
+        # reclaim it at once, and it would start first again the next cycle (a livelock).
+        q = w.queue
+        return not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved
 
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
@@ -642,6 +693,16 @@ class Walk:
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
         if self.policy.reclaim and can_reclaim(w):
+            return True
+        if self.policy.preemption:
+            low = self.lowest.get(w.queue.name)
+            return low is not None and low < w.gang.priority
+        return False
+
+    def _could_evict(self, w: GangWork) -> bool:
+        """`_may_evict`, counting reclaim only when another queue borrows (a lone queue below
+        its share has no one to reclaim from)."""
+        if self.policy.reclaim and self._owed(w):
             return True
         if self.policy.preemption:
             low = self.lowest.get(w.queue.name)

@@ -275,6 +275,30 @@ class Policy:
     reservations (0 or 1: any gang)."""
     reserve_per_member: bool = False
     """Divide the starvation bound by the gang's members (pods placed at once)."""
+    reserve_by_deadline: bool = False
+    """Plan the binding reservations of starving gangs in the order of the moment each one
+    starved (creation + its starvation bound: earliest deadline first) rather than oldest
+    first."""
+    start_starving_leaves: float = 0.0
+    """A starving gang of at least this many leaves' worth of nodes (pods placed at once ≥
+    this × the nodes under the largest leaf, and at least 2) that fits now starts before the
+    walk, ahead of the order: its binding reservation is honoured (0: off; the walk starts it
+    in its turn)."""
+    honour_within_share: bool = True
+    """Honour a reservation (`start_starving_leaves`) only when the gang keeps its queue within
+    its deserved share (off: the first replays of the rule; a borrowing gang started first was
+    reclaimed and started first again, cycle after cycle)."""
+    start_starving_min_members: int = 0
+    """The same for starving gangs of at least this many members (0: off; for measuring)."""
+    evict_before_walk: bool = False
+    """Let gangs planned before the walk (starving, or owed their queue's share) reclaim and
+    preempt there (the code before issue 19's churn fix; for measuring). Off: a gang that
+    could evict is left to the walk, which evicts for it in fair-share order, after the gangs
+    of its queue that start now were charged."""
+    charge_promised: bool = True
+    """Within a cycle, a queue is charged for capacity held now for its gangs that reclaimed
+    (or wait for capacity being freed now), so later gangs of the queue are checked against
+    the share that includes them (off: the code before issue 19's churn fix; for measuring)."""
     estimate_unreserved: bool = True
     """Give gangs within the depth that hold no reservation a non-binding ETA (a plan that
     holds nothing). Decisions are the same either way; the simulator turns it off for speed."""

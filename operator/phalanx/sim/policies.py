@@ -48,6 +48,15 @@ limits instead of the rounded ones did not help (18.6 h at depth 100), so the ro
 the cause; the number of reservations is. `bench/SIM.md` has the full-trace figures."""
 
 
+def _recorded(policy: Policy) -> Policy:
+    """`policy` with the reclaim accounting the baselines (`fifo-gang`, `volcano`,
+    `phalanx-conservative`) were recorded with, before issue 19's churn fix: a queue's gangs
+    that reclaimed were not charged to it for the rest of the cycle. Kept so their recorded
+    replays stay the ones this code runs (`make bench-sim --reuse`); `phalanx` has the fix.
+    (`evict_before_walk` changes nothing for them: they plan nothing before the walk.)"""
+    return replace(policy, charge_promised=False, evict_before_walk=True)
+
+
 def shipped_policy() -> Policy:
     """The operator's default `Policy` (its config defaults), without non-binding ETAs."""
     from phalanx.config import OperatorConfig
@@ -86,7 +95,7 @@ POLICIES: dict[str, SimPolicy] = {
             "fifo-gang",
             "all-or-nothing gangs in FIFO order in one queue; no backfill, reclaim or "
             "preemption (scheduler-plugins coscheduling)",
-            core=Policy(backfill=False, reclaim=False, preemption=False),
+            core=_recorded(Policy(backfill=False, reclaim=False, preemption=False)),
             queues=False,
             usage_decay=False,
         ),
@@ -94,7 +103,7 @@ POLICIES: dict[str, SimPolicy] = {
             "volcano",
             "gangs in weighted proportional queues with reclaim; no backfill, no usage decay "
             "(Volcano gang + proportion + reclaim)",
-            core=Policy(backfill=False, reclaim=True, preemption=False),
+            core=_recorded(Policy(backfill=False, reclaim=True, preemption=False)),
             queues=True,
             usage_decay=False,
         ),
@@ -112,7 +121,7 @@ POLICIES: dict[str, SimPolicy] = {
             "Phalanx before issue 19: gangs, fair-share queues with 7-day usage decay, reclaim, "
             "preemption, FIFO, time-limit backfill behind a reservation for the first gang "
             f"that cannot start (backfill depth {PHALANX_BACKFILL_DEPTH})",
-            core=Policy(backfill_depth=PHALANX_BACKFILL_DEPTH),
+            core=_recorded(Policy(backfill_depth=PHALANX_BACKFILL_DEPTH)),
             queues=True,
             usage_decay=True,
         ),

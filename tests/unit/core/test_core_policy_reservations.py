@@ -7,9 +7,11 @@ times in the docstrings are the ones asserted.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from core_builders import fabric, gang, queue, running, snapshot
 
+from phalanx.config import OperatorConfig
 from phalanx.core import Policy, Reason, schedule
 from phalanx.core.model import PendingGang
 from phalanx.core.ordering import GangKey, gang_order, starving
@@ -221,3 +223,135 @@ def test_only_gangs_of_several_members_hold_reservations() -> None:
     assert set(several.bindings) == {"ns/small"}
     assert "ns/one" not in several.reservations
     assert "only gangs of 2 or more members hold reservations" in several.gangs["ns/one"].message
+
+
+def _two_owed_queues() -> object:
+    """Six 8-GPU nodes (48 GPUs), all running gangs of queue `c` (weight 4): c0 on n00 started
+    at NOW - 100, c1 on n01 at NOW - 200, … (c0 has run least). Queue `a` (weight 1) has `a1`
+    and `a2` pending (8 GPUs each, created NOW - 20 and NOW - 10), queue `b` (weight 1) has
+    `b1` (8 GPUs, created NOW - 5). Demands 16, 8, 48: water-filling gives a 8, b 8, c 32, so
+    `c` borrows 16 and each of `a` and `b` is owed one gang."""
+    names = [f"s0-l0-n{i:02d}" for i in range(6)]
+    run = [
+        running(f"c{i}").queue("c").on(n).started(NOW - 100 * (i + 1)) for i, n in enumerate(names)
+    ]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 20),
+        gang("a2").queue("a").pods(1).created(NOW - 10),
+        gang("b1").queue("b").pods(1).created(NOW - 5),
+    ]
+    queues = [queue("a"), queue("b"), queue("c").weight(4)]
+    return snapshot(fabric(1, 1, 6), queues, run, pending)
+
+
+def test_a_queue_reclaims_no_more_than_its_share_in_one_cycle() -> None:
+    """`a1` reclaims c0 (the gang that has run least) and holds n00 from NOW; queue `a` is then
+    at its share of 8 for the rest of the cycle, so `a2` may not reclaim, and `b1` reclaims c1
+    (n01). Before the fix (`charge_promised=False`) `a`'s allocation stayed 0 while its gangs
+    reclaimed: `a2` reclaimed c1 as well, `c` reached its share of 32, and `b1` got nothing —
+    queue `a` at 16 of its 8, `b` at 0 of its 8, which the next cycle reclaims back."""
+    snap = _two_owed_queues()
+    for policy in (Policy(), OperatorConfig().to_policy()):
+        r = schedule(snap, policy, NOW)  # type: ignore[arg-type]
+        assert {(e.gang, e.for_gang) for e in r.evictions} == {
+            ("ns/c0", "ns/a1"),
+            ("ns/c1", "ns/b1"),
+        }
+        assert set(r.reservations["ns/a1"].nodes) == {"s0-l0-n00"}
+        assert set(r.reservations["ns/b1"].nodes) == {"s0-l0-n01"}
+        assert r.gangs["ns/a2"].reason != Reason.WAITING_FOR_RESERVATION
+    old = schedule(snap, Policy(charge_promised=False), NOW)  # type: ignore[arg-type]
+    assert {(e.gang, e.for_gang) for e in old.evictions} == {
+        ("ns/c0", "ns/a1"),
+        ("ns/c1", "ns/a2"),
+    }
+
+
+def test_gangs_that_could_reclaim_are_left_to_the_walk() -> None:
+    """Six nodes: `c` runs c0…c4 (8 GPUs each) on n01…n05, and c5 (4 GPUs, started at
+    NOW - 10,000) on n00, which has 4 GPUs free. Demands a 12 (`a1`: 4 GPUs, `a2`: 8), b 8,
+    c 44: shares a 8, b 8, c 32. Both of `a`'s gangs are owed their queue's share, so the
+    shipped policy used to plan them before the walk: `a1` fits n00 now and was left for the
+    walk (not charged yet), so `a2` reclaimed c0 against `a`'s allocation of 0, and `b1`
+    reclaimed c5 — the gang beside `a1`'s free GPUs — so `a1` found n00 reserved for `b1`:
+    two evictions and nothing bound. Now gangs that could evict are left to the walk: `a1`
+    binds on n00, `a` (4 of 8) comes after `b` (0 of 8), `b1` reclaims c0, and `a2` (4 + 8 >
+    8) may not."""
+    names = [f"s0-l0-n{i:02d}" for i in range(1, 6)]
+    run = [
+        running(f"c{i}").queue("c").on(n).started(NOW - 100 * (i + 1)) for i, n in enumerate(names)
+    ]
+    run.append(running("c5").queue("c").on("s0-l0-n00", gpu=4).started(NOW - 10_000))
+    pending = [
+        gang("a1").queue("a").pods(1, gpu=4).created(NOW - 20),
+        gang("a2").queue("a").pods(1).created(NOW - 10),
+        gang("b1").queue("b").pods(1).created(NOW - 5),
+    ]
+    snap = snapshot(fabric(1, 1, 6), [queue("a"), queue("b"), queue("c").weight(4)], run, pending)
+    shipped = OperatorConfig().to_policy()
+    r = schedule(snap, shipped, NOW)
+    assert dict(r.bindings) == {"ns/a1": {"a1-000": "s0-l0-n00"}}
+    assert {(e.gang, e.for_gang) for e in r.evictions} == {("ns/c0", "ns/b1")}
+    old = schedule(snap, replace(shipped, evict_before_walk=True), NOW)
+    assert dict(old.bindings) == {}
+    assert {(e.gang, e.for_gang) for e in old.evictions} == {
+        ("ns/c0", "ns/a2"),
+        ("ns/c5", "ns/b1"),
+    }
+    assert "reserved for ns/b1" in old.gangs["ns/a1"].message
+
+
+def test_a_starving_gang_of_several_members_starts_before_the_order() -> None:
+    """Two free nodes. `big` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its bound;
+    `small` (8 GPUs, limit 60 s) was created a second later. By work (weight 1) `small` comes
+    first (score 0.9997 against `big`'s 1 − 1 = 0) and takes n00, so `big` reserves from
+    NOW + 60, when `small` ends — the capacity its reservation held comes free and goes to the
+    first gang of the order, again and again. With `start_starving_min_members=2` a starving
+    gang of two or more pods that fits now starts before the walk: `big` binds on both nodes
+    and `small` waits. A starving gang of one pod is not promoted: it fits wherever one node
+    frees, so the order serves it."""
+    pending = [
+        gang("big").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    snap = snapshot(fabric(1, 1, 2), pending=pending)
+    order = Policy(reserve_after_limits=1.0, work_weight=1.0)
+    r = schedule(snap, order, NOW)
+    assert set(r.bindings) == {"ns/small"}
+    assert r.reservations["ns/big"].start == NOW + 60
+    first = schedule(snap, replace(order, start_starving_min_members=2), NOW)
+    assert set(first.bindings) == {"ns/big"}
+    assert set(first.bindings["ns/big"].values()) == {N0, N1}
+    one = [
+        gang("big").pods(1, gpu=8).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    solo = schedule(
+        snapshot(fabric(1, 1, 1), pending=one), replace(order, start_starving_min_members=2), NOW
+    )
+    assert set(solo.bindings) == {"ns/small"}
+
+
+def test_a_starving_gang_of_a_whole_leaf_starts_before_the_order() -> None:
+    """One leaf of two nodes. `leaf` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its
+    bound, and needs the whole leaf; `small` (8 GPUs, limit 60 s, created a second later)
+    comes first by work. With n01 busy until NOW + 100, `small` starts on n00 (it ends by
+    NOW + 60) and `leaf` reserves both nodes from NOW + 100. At NOW + 100 both are free: the
+    shipped rule (`start_starving_leaves` 1) starts `leaf` before the walk; without it the
+    walk hands n00 to `small` first and `leaf` reserves again, from NOW + 160."""
+    pending = [
+        gang("leaf").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 3599).time_limit(60),
+    ]
+    shipped = replace(OperatorConfig().to_policy(), estimate_unreserved=False)
+    run = [running("r").on(N1).started(NOW - 50).time_limit(150)]
+    t = schedule(snapshot(fabric(1, 1, 2), running=run, pending=pending), shipped, NOW)
+    assert dict(t.bindings) == {"ns/small": {"small-000": N0}}
+    assert t.reservations["ns/leaf"].start == NOW + 100
+    later = snapshot(fabric(1, 1, 2), pending=pending)
+    honoured = schedule(later, shipped, NOW + 100)
+    assert set(honoured.bindings) == {"ns/leaf"}
+    assert set(honoured.bindings["ns/leaf"].values()) == {N0, N1}
+    again = schedule(later, replace(shipped, start_starving_leaves=0.0), NOW + 100)
+    assert set(again.bindings) == {"ns/small"}
+    assert again.reservations["ns/leaf"].start == NOW + 160

@@ -20,6 +20,8 @@ def test_defaults_are_the_shipped_policy() -> None:
 
     policy = OperatorConfig().to_policy()
     assert (policy.age_weight, policy.size_weight, policy.work_weight) == (1.0, 0.0, 1.0)
+    assert (policy.start_starving_leaves, policy.charge_promised) == (1.0, True)
+    assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 
 
@@ -31,6 +33,7 @@ def test_defaults_are_the_shipped_policy() -> None:
         ("priority_weight_work", "--priority-weight-work"),
         ("reserve_after_limits", "--reserve-after-limits"),
         ("reserve_after_s", "--reserve-after"),
+        ("start_starving_leaves", "--start-starving-leaves"),
     ],
 )
 @pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
@@ -64,13 +67,18 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     result, seen = _run(
         monkeypatch,
         ["--priority-weight-work", "2.5", "--backfill-depth-per-queue", "3"],
-        {"PHALANX_RESERVE_AFTER": "3600", "PHALANX_RESERVE_UNDER_SHARE": "false"},
+        {
+            "PHALANX_RESERVE_AFTER": "3600",
+            "PHALANX_RESERVE_UNDER_SHARE": "false",
+            "PHALANX_START_STARVING_LEAVES": "0.5",
+        },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     (cfg,) = seen  # type: ignore[misc]
     policy = cfg.to_policy()
     assert (policy.work_weight, policy.backfill_depth_per_queue) == (2.5, 3)
     assert (policy.reserve_after_s, policy.reserve_under_share) == (3600.0, False)
+    assert policy.start_starving_leaves == 0.5
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

@@ -256,24 +256,24 @@ slot reservation for parallel jobs): cluster03 utilisation +0.65 points, cluster
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
-philly:bench/traces/philly-pollux/philly.csv --shape medium --limit-jobs 20000`, with `--set
-charge_promised=false --set evict_before_walk=true` for the code before the fix): 2,076
-evictions, of which 1,188 hit a gang that had run at most 60 s; only 28% of the reclaims let
-their gang start at that instant; one gang reclaimed 422 times and one victim was evicted 115
-times. Two faults of the walk: a gang holding capacity freed for it by a reclaim was not
-charged to its queue, so every other gang of that queue passed the reclaim guard against the
-same allocation; and owed gangs were planned before the walk, where one that fitted now was
-left to the walk uncharged while the next one reclaimed, and the starving reservations planned
-after them could take what was freed — the reclaimer did not start, the victims' queue took
-the capacity back, and the next cycle reclaimed again. Fixed (`charge_promised`,
-`evict_before_walk` off): a queue is charged for capacity held now for its gangs, and gangs
-that could evict are left to the walk, which evicts in fair-share order after its queue's
-gangs that start now were charged. Same slice after the fix: 780 evictions (−62%), 42 victims
-that had run ≤ 60 s, 83% of reclaims start their gang at once, at most 11 reclaims for one
-gang and 19 evictions of one gang; the GPU-hours lost are the same (25,345 against 25,168) and
-the slice's mean wait 5.23 h against 4.98 h. On the whole of Philly under the shipped default:
-7,163 evictions (34,875 before; `volcano` 10,255, `phalanx-conservative` 10,913) and 78,712
-GPU-h lost (86,944 before).
+philly:bench/traces/philly-pollux/philly.csv --shape medium --limit-jobs 20000 --set
+start_starving_leaves=0`, plus `--set charge_promised=false --set evict_before_walk=true` for
+the code before the fix; 4.5 min each): 2,076 evictions, of which 1,177 hit a gang that had run
+at most 60 s; only 28% of the reclaims let their gang start at that instant; one gang reclaimed
+422 times and one victim was evicted 115 times. Two faults of the walk: a gang holding capacity
+freed for it by a reclaim was not charged to its queue, so every other gang of that queue
+passed the reclaim guard against the same allocation; and owed gangs were planned before the
+walk, where one that fitted now was left to the walk uncharged while the next one reclaimed,
+and the starving reservations planned after them could take what was freed — the reclaimer did
+not start, the victims' queue took the capacity back, and the next cycle reclaimed again. Fixed
+(`charge_promised`, `evict_before_walk` off): a queue is charged for capacity held now for its
+gangs, and gangs that could evict are left to the walk, which evicts in fair-share order after
+its queue's gangs that start now were charged. Same slice after the fix: 780 evictions (−62%),
+42 victims that had run ≤ 60 s, 83% of reclaims start their gang at once, at most 11 reclaims
+for one gang and 19 evictions of one gang; the GPU-hours lost are the same (25,345 against
+25,168) and the slice's mean wait 5.23 h against 4.98 h. On the whole of Philly under the
+shipped default: 7,163 evictions (34,875 before; `volcano` 10,255, `phalanx-conservative`
+10,913) and 78,712 GPU-h lost (86,944 before).
 
 On Philly the figures are those of the replay made before the share guard of rule 4
 (`honour-unguarded` in the settings table: `honour_within_share` off; the guard only keeps a

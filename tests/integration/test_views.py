@@ -187,6 +187,9 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
         seen.update(queue=rows, share=share, explain=big)
         ready = (
             rows.get("long", {}).get("reason") == "InsufficientCapacity"
+            # Positions drift too: `short` (less work: 2 pods × 300 s) was ordered ahead of
+            # `long` while it waited, so `long` shows 3 until its position is refreshed.
+            and rows.get("long", {}).get("position") == 2
             and rows.get("short", {}).get("reason") == "Backfilled"
             and (big.get("detail") or {}).get("freeGPUs") == 16
             and (big.get("detail") or {}).get("queueAllocatedGPUs") == 16

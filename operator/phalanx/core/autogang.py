@@ -310,15 +310,10 @@ def _apply_annotations(
     """What a PodGroup spec would say, from the workload's annotations; a bad value makes the
     gang `Invalid` (naming the annotation), never the pods loose."""
     gang = base
-    raw = annotations.get(MIN_MEMBER_ANNOTATION)
-    if raw is not None:
-        value = _positive_int(raw)
-        if value is None:
-            return _with_problem(
-                gang,
-                f"{where}: annotation {MIN_MEMBER_ANNOTATION} must be a positive integer, "
-                f"got {raw!r}",
-            )
+    value, problem = _int_annotation(annotations, MIN_MEMBER_ANNOTATION, where, "")
+    if problem:
+        return _with_problem(gang, problem)
+    if value is not None:
         if members is not None and value > members:
             return _with_problem(
                 gang,
@@ -326,15 +321,10 @@ def _apply_annotations(
                 f"{members} pods it runs: the gang could never start",
             )
         gang = replace(gang, min_member=value)
-    raw = annotations.get(TIME_LIMIT_ANNOTATION)
-    if raw is not None:
-        limit = _positive_int(raw)
-        if limit is None:
-            return _with_problem(
-                gang,
-                f"{where}: annotation {TIME_LIMIT_ANNOTATION} must be a positive integer "
-                f"(seconds), got {raw!r}",
-            )
+    limit, problem = _int_annotation(annotations, TIME_LIMIT_ANNOTATION, where, " (seconds)")
+    if problem:
+        return _with_problem(gang, problem)
+    if limit is not None:
         gang = replace(gang, time_limit=limit)
     for key in (TOPOLOGY_REQUIRED_ANNOTATION, TOPOLOGY_PREFERRED_ANNOTATION):
         level = annotations.get(key)
@@ -349,6 +339,19 @@ def _apply_annotations(
         topology_required=annotations.get(TOPOLOGY_REQUIRED_ANNOTATION),
         topology_preferred=annotations.get(TOPOLOGY_PREFERRED_ANNOTATION),
     )
+
+
+def _int_annotation(
+    annotations: Mapping[str, str], key: str, where: str, unit: str
+) -> tuple[int | None, str]:
+    """`key`'s value as a positive integer (None when absent), or the problem naming it."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None, ""
+    value = _positive_int(raw)
+    if value is None:
+        return None, f"{where}: annotation {key} must be a positive integer{unit}, got {raw!r}"
+    return value, ""
 
 
 def _positive_int(raw: str) -> int | None:

@@ -31,9 +31,19 @@ Workloads (each side gets the same pods; one-GPU pods unless said):
   and without a topology hint (Phalanx `topology.required: leaf`; native
   `schedulingConstraints.topology: [{key: network.topology.nvidia.com/block}]`): leaves spanned
   per gang, median and worst;
-- reclaim of a borrowed gang: only Phalanx has queues that lend and reclaim (native gang
-  scheduling has no queues, and Volcano's needs its controller manager): not measured here; the
-  time Phalanx takes is in its integration tier (tests/integration/test_operator_queues.py).
+- `reclaim`: two queues of equal share (Phalanx: weight 1 and a guarantee of half the GPUs each;
+  Volcano: two Queues of weight 1, `reclaimable: true`, opened by hand). The lender fills the
+  whole cluster with gangs of 8 whole-node pods, half of it borrowed from the idle claimant; once
+  every lender gang is reported Running (and 2 s more: a borrowed gang has run a while when it is
+  reclaimed), the claimant asks for a gang of max(8, nodes/64) whole-node pods (16 on `large`),
+  within its share. Figures: seconds from the claimant's last create to its gang bound whole,
+  the lender's pods evicted, and the lender's gangs left running partly (some members evicted,
+  the others still bound: all-or-nothing broken on the way out), read 5 s after the claimant is
+  whole. Volcano reclaims only with its `reclaim` action, which the chart's default
+  configuration leaves out: for this workload vc-scheduler is restarted with `enqueue, allocate,
+  backfill, reclaim` (the order of Volcano's own CI configuration, without `preempt`), the same
+  plugins.
+  Native gang scheduling has no queues to lend or reclaim: not measured there.
 
 Results: bench/results/peers.json (PEERS_SHAPE=small writes peers-small.json, for development).
 """
@@ -86,6 +96,10 @@ CREATES_IN_FLIGHT = 16
 SAMPLE_S = 0.2
 
 
+PIDS: dict[str, int] = {}
+"""Scheduler processes we started (phalanx, volcano), by side."""
+
+
 def log(msg: str) -> None:
     print(f"[peers] {msg}", file=sys.stderr, flush=True)
 
@@ -115,8 +129,12 @@ def volcano_binary() -> tuple[Path, Path] | None:
     return path, crds
 
 
-VOLCANO_CONF = """actions: "enqueue, allocate, backfill"
-tiers:
+VOLCANO_ACTIONS = "enqueue, allocate, backfill"
+"""The actions of Volcano's chart's default volcano-scheduler.conf (v1.15.1)."""
+VOLCANO_RECLAIM_ACTIONS = "enqueue, allocate, backfill, reclaim"
+"""With `reclaim`, in the order of Volcano's own CI configuration (volcano-scheduler-ci.conf,
+which adds `preempt` after it): the default leaves reclaim out."""
+VOLCANO_TIERS = """tiers:
 - plugins:
   - name: priority
   - name: gang
@@ -131,14 +149,11 @@ tiers:
   - name: nodeorder
   - name: binpack
 """
-"""Volcano's default scheduler configuration (its chart's volcano-scheduler.conf, v1.15.1)."""
+"""The plugins of Volcano's chart's default volcano-scheduler.conf (v1.15.1)."""
 
 
-def start_volcano(
-    c: Cluster, kubeconfig: Path, binary: Path, crds: Path
-) -> subprocess.Popen[bytes]:
-    """Volcano's CRDs, its `default` Queue opened by hand (no vc-controller-manager here), and
-    vc-scheduler as a process of ours."""
+def install_volcano(c: Cluster, crds: Path) -> None:
+    """Volcano's CRDs and its `default` Queue, opened by hand (no vc-controller-manager here)."""
     ext = client.ApiextensionsV1Api(c.api_client)
     # All of them: vc-scheduler waits for its informers (NUMA topologies, HyperNodes…) to sync
     # before it schedules anything, and a kind that is not served never syncs.
@@ -149,7 +164,13 @@ def start_volcano(
         except client.ApiException as exc:
             if exc.status != 409:
                 raise
-    deadline = time.monotonic() + 60
+    open_volcano_queue(c, "default", deadline_s=60)
+
+
+def open_volcano_queue(c: Cluster, name: str, deadline_s: float = 10) -> None:
+    """A Volcano Queue of weight 1 that may be reclaimed, its state set to Open by hand (the
+    controller manager's job, not run here)."""
+    deadline = time.monotonic() + deadline_s
     while True:
         try:
             c.custom.create_cluster_custom_object(
@@ -158,7 +179,7 @@ def start_volcano(
                 {
                     "apiVersion": "/".join(VOLCANO),
                     "kind": "Queue",
-                    "metadata": {"name": "default"},
+                    "metadata": {"name": name},
                     "spec": {"weight": 1, "reclaimable": True},
                 },
             )
@@ -170,30 +191,52 @@ def start_volcano(
                 raise
             time.sleep(1)  # the CRD is not served yet
     c.custom.patch_cluster_custom_object_status(
-        *VOLCANO, "queues", "default", {"status": {"state": "Open"}}
+        *VOLCANO, "queues", name, {"status": {"state": "Open"}}
     )
-    conf = Path(f"/tmp/{NAME}-volcano.conf")
-    conf.write_text(VOLCANO_CONF)
-    out = Path(f"/tmp/{NAME}-volcano.log").open("wb")  # noqa: SIM115 - the process keeps it
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            f"--kubeconfig={kubeconfig}",
-            f"--scheduler-conf={conf}",
-            "--leader-elect=false",
-            "--kube-api-qps=10000",
-            "--kube-api-burst=10000",
-            f"--listen-address=127.0.0.1:{free_port()}",
-            f"--healthz-address=127.0.0.1:{free_port()}",
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    time.sleep(5)
-    if proc.poll() is not None:
-        raise SystemExit(f"vc-scheduler exited at once ({proc.returncode}): see {out.name}")
-    log(f"vc-scheduler running ({binary}), log {out.name}")
-    return proc
+
+
+class VcScheduler:
+    """vc-scheduler as a process of ours, restartable with other actions (same plugins)."""
+
+    def __init__(self, kubeconfig: Path, binary: Path) -> None:
+        self.kubeconfig, self.binary = kubeconfig, binary
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.actions = ""
+
+    def start(self, actions: str = VOLCANO_ACTIONS) -> None:
+        if self.proc is not None and self.actions == actions:
+            return
+        self.stop()
+        conf = Path(f"/tmp/{NAME}-volcano.conf")
+        conf.write_text(f'actions: "{actions}"\n{VOLCANO_TIERS}')
+        out = Path(f"/tmp/{NAME}-volcano.log").open("ab")  # noqa: SIM115 - the process keeps it
+        self.proc = subprocess.Popen(
+            [
+                str(self.binary),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--scheduler-conf={conf}",
+                "--leader-elect=false",
+                "--kube-api-qps=10000",
+                "--kube-api-burst=10000",
+                f"--listen-address=127.0.0.1:{free_port()}",
+                f"--healthz-address=127.0.0.1:{free_port()}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        self.actions = actions
+        PIDS["volcano"] = self.proc.pid
+        time.sleep(5)
+        if self.proc.poll() is not None:
+            code = self.proc.returncode
+            raise SystemExit(f"vc-scheduler exited at once ({code}): see {out.name}")
+        log(f"vc-scheduler running ({self.binary}, actions {actions}), log {out.name}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.proc = None
 
 
 def native_served(c: Cluster) -> bool:
@@ -225,9 +268,11 @@ def process_pid(name: str) -> int | None:
 # -- workloads ---------------------------------------------------------------------------------
 
 
-def group_body(side: str, name: str, size: int, topology: bool) -> dict[str, Any]:
+def group_body(
+    side: str, name: str, size: int, topology: bool, queue: str = "default"
+) -> dict[str, Any]:
     if side == "phalanx":
-        spec: dict[str, Any] = {"minMember": size, "queue": "default"}
+        spec: dict[str, Any] = {"minMember": size, "queue": queue}
         if topology:
             spec["topology"] = {"required": "leaf"}
         return {
@@ -242,7 +287,7 @@ def group_body(side: str, name: str, size: int, topology: bool) -> dict[str, Any
             "apiVersion": "/".join(VOLCANO),
             "kind": "PodGroup",
             "metadata": {"name": name},
-            "spec": {"minMember": size, "queue": "default"},
+            "spec": {"minMember": size, "queue": queue},
         }
     native: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": size}}}
     if topology:
@@ -294,10 +339,6 @@ def create_timed(c: Cluster, ns: str, bodies: list[dict[str, Any]]) -> dict[str,
     with ThreadPoolExecutor(CREATES_IN_FLIGHT) as pool:
         list(pool.map(one, bodies))
     return created
-
-
-PIDS: dict[str, int] = {}
-"""Scheduler processes we started (phalanx, volcano), by side."""
 
 
 def teardown(c: Cluster, ns: str, side: str) -> None:
@@ -431,7 +472,102 @@ def leaves(
     return out
 
 
+RECLAIM_QUEUES = ("peers-lend", "peers-claim")
+
+
+def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None) -> dict[str, Any]:
+    """The lender fills the cluster (half of it borrowed), then the claimant asks for a gang
+    within its share: how long until it is whole, and what the lender lost on the way."""
+    lend, claim = RECLAIM_QUEUES
+    lend_gangs, lend_size = nodes // 8, 8
+    claim_size = max(lend_size, nodes // 64)
+    if side == "phalanx":
+        for q in RECLAIM_QUEUES:
+            ensure_queue(c.custom, q, {"weight": 1, "guarantee": {"nvidia.com/gpu": 4 * nodes}})
+    else:
+        assert vc is not None
+        vc.start(VOLCANO_RECLAIM_ACTIONS)
+        for q in RECLAIM_QUEUES:
+            open_volcano_queue(c, q)
+    ns = fresh_namespace(c, f"{side[:7]}-r-{run}")
+    rec = BindRecorder(c, ns).start()
+    bodies = []
+    for g in range(lend_gangs):
+        create_group(c, ns, side, group_body(side, f"l{g}", lend_size, False, queue=lend))
+        bodies += [pod_body(side, f"l{g}-{i}", f"l{g}", 8) for i in range(lend_size)]
+    create_timed(c, ns, bodies)
+    rec.wait_all(len(bodies), timeout=600)
+    rec = BindRecorder(c, ns).start()  # the claimant's binds, on a fresh watch
+    # A borrowed gang has run a while when it is reclaimed: every lender PodGroup reported
+    # Running by its scheduler (no status write of the burst still to go), and 2 s more.
+    api = {"phalanx": ("phalanx.dev", "v1alpha1"), "volcano": VOLCANO}[side]
+    deadline = time.monotonic() + 120
+    while True:
+        groups = c.custom.list_namespaced_custom_object(*api, ns, "podgroups")["items"]
+        running = sum((g.get("status") or {}).get("phase") == "Running" for g in groups)
+        if running == lend_gangs:
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{side} reclaim: {running}/{lend_gangs} lender gangs Running")
+        time.sleep(0.5)
+    time.sleep(2)
+    create_group(c, ns, side, group_body(side, "claim", claim_size, False, queue=claim))
+    claim_pods = [pod_body(side, f"claim-{i}", "claim", 8) for i in range(claim_size)]
+    created = create_timed(c, ns, claim_pods)
+    last_create = max(created.values())
+    deadline = time.monotonic() + 300
+    while sum(n.startswith("claim-") for n in rec.bound_at) < claim_size:
+        if time.monotonic() > deadline:
+            status = c.custom.get_namespaced_custom_object(*api, ns, "podgroups", "claim")
+            raise SystemExit(
+                f"{side} reclaim: the claimant's gang not whole after 300 s "
+                f"({sum(n.startswith('claim-') for n in rec.bound_at)}/{claim_size} bound); "
+                f"its PodGroup's status: {json.dumps(status.get('status'))}"
+            )
+        time.sleep(0.05)
+    whole_at = max(rec.bound_at[f"claim-{i}"] for i in range(claim_size))
+    time.sleep(5)
+    live: dict[str, int] = {}
+    for pod in c.core.list_namespaced_pod(ns).items:
+        group = pod.metadata.labels["bench/gang"]
+        if group != "claim" and pod.spec.node_name and pod.metadata.deletion_timestamp is None:
+            live[group] = live.get(group, 0) + 1
+    left = [live.get(f"l{g}", 0) for g in range(lend_gangs)]
+    out = {
+        "claim_pods": claim_size,
+        "lend_pods": len(bodies),
+        "after_last_create_s": round(whole_at - last_create, 3),
+        "lend_pods_evicted": len(bodies) - sum(left),
+        "lend_gangs_evicted_whole": sum(n == 0 for n in left),
+        "lend_gangs_left_partial": sum(0 < n < lend_size for n in left),
+    }
+    log(f"{side} reclaim, run {run + 1}: {out}")
+    rec.wait_all(0, timeout=1)
+    teardown(c, ns, side)
+    if side == "phalanx":
+        for q in RECLAIM_QUEUES:
+            c.custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", q)
+    else:
+        assert vc is not None
+        for q in RECLAIM_QUEUES:
+            c.custom.delete_cluster_custom_object(*VOLCANO, "queues", q)
+        vc.start(VOLCANO_ACTIONS)
+    return out
+
+
 # -- the run -----------------------------------------------------------------------------------
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float:
@@ -452,7 +588,7 @@ def main() -> None:
         runtime_config=devcluster.NATIVE_GANG_RUNTIME_CONFIG,
     )
     op: subprocess.Popen[bytes] | None = None
-    vc: subprocess.Popen[bytes] | None = None
+    vc: VcScheduler | None = None
     try:
         c = Cluster(kubeconfig)
         apply_crds(c.custom, client.ApiextensionsV1Api(c.api_client))
@@ -462,8 +598,10 @@ def main() -> None:
         nodes, gpus = len(node_items), 8 * len(node_items)
         sides = ["phalanx", *(["native"] if native_served(c) else [])]
         if volcano is not None:
-            vc = start_volcano(c, kubeconfig, *volcano)
-            PIDS["volcano"] = vc.pid
+            binary, crds = volcano
+            install_volcano(c, crds)
+            vc = VcScheduler(kubeconfig, binary)
+            vc.start()
             sides.append("volcano")
         core = "compiled" if os.environ.get("PHALANX_CORE_BUILD") else "pure"
         log(f"sides: {', '.join(sides)}; the operator runs on the {core} core")
@@ -496,6 +634,7 @@ def main() -> None:
             "leaves-hint": lambda side, run: leaves(
                 c, side, run, True, leaf_gangs, leaf_size, leaf_of
             ),
+            "reclaim": lambda side, run: reclaim(c, side, run, nodes, vc),
         }
         raw: dict[str, dict[str, list[dict[str, Any]]]] = {
             w: {s: [] for s in sides} for w in workloads if not ONLY or w in ONLY
@@ -508,6 +647,8 @@ def main() -> None:
                 for side in order:
                     if w == "leaves-hint" and side == "volcano":
                         continue  # its topology hints need HyperNode objects, not made here
+                    if w == "reclaim" and side == "native":
+                        continue  # no queues to lend or reclaim
                     raw[w][side].append(measure(side, run))
         summary: dict[str, dict[str, Any]] = {}
         for w, by_side in raw.items():
@@ -524,6 +665,14 @@ def main() -> None:
                         "scheduler_cpu_s_per_1000_pods",
                     ]
                     summary[w][side] = {k: median_of(runs, k) for k in keys}
+                elif w == "reclaim":
+                    summary[w][side] = {
+                        "after_last_create_s": median_of(runs, "after_last_create_s"),
+                        "lend_pods_evicted": median_of(runs, "lend_pods_evicted"),
+                        "lend_gangs_left_partial_max": max(
+                            r["lend_gangs_left_partial"] for r in runs
+                        ),
+                    }
                 elif w == "conflict":
                     summary[w][side] = {
                         "loser_max_bound": max(r["loser_max_bound"] for r in runs),
@@ -549,17 +698,34 @@ def main() -> None:
             ),
             "pods": {"throughput-8": pods8, "throughput-64": pods64},
             "leaves_workload": {"gangs": leaf_gangs, "pods_per_gang": leaf_size, "gpus_per_pod": 8},
-            "reclaim": "not measured: native gang scheduling has no queues to lend or reclaim",
+            "reclaim": "native gang scheduling has no queues to lend or reclaim: not measured",
+            "reclaim_workload": {
+                "lend_pods": nodes,
+                "lend_gang_size": 8,
+                "claim_pods": max(8, nodes // 64),
+                "gpus_per_pod": 8,
+                "volcano_actions": VOLCANO_RECLAIM_ACTIONS,
+            },
             "summary": summary,
             "runs_raw": raw,
         }
+        stamp = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit()}
+        out["measured"] = dict.fromkeys(raw, stamp)
+        if ONLY and OUT.is_file():
+            # A narrowed run updates its workloads in the results and keeps the others' figures
+            # (with when and on which commit each was measured).
+            kept = json.loads(OUT.read_text())
+            for key in ("summary", "runs_raw", "measured"):
+                kept.setdefault(key, {}).update(out[key])
+            out = {**out, **{k: kept[k] for k in ("summary", "runs_raw", "measured")}}
         OUT.write_text(json.dumps(out, indent=1) + "\n")
         print(json.dumps(summary, indent=1))
     finally:
-        for proc in (op, vc):
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+        if vc is not None:
+            vc.stop()
+        if op is not None:
+            op.terminate()
+            op.wait(timeout=30)
         devcluster.down(name=NAME, log=log)
 
 

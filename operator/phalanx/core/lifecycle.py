@@ -181,7 +181,8 @@ class GangFacts:
     may hold anything, and is then simply not believed). `scheduled_at` is the durable start
     (`status.scheduledAt`, written with the decision record, before the first bind). `binding`:
     this operator has a bind of the gang in flight (the one fact only memory holds; a restarted
-    operator has none in flight, which is the truth).
+    operator has none in flight, which is the truth). `evicting_now`: it has an eviction or a
+    rollback of the gang in flight, whose `Evicted` mark the watch may not show yet.
     """
 
     id: str
@@ -193,6 +194,7 @@ class GangFacts:
     evicted: EvictedMark | None = None
     owner: OwnerState = OwnerState.NONE
     binding: bool = False
+    evicting_now: bool = False
     member_failure: MemberFailure | None = None
     member_failures: int = 0
     time_limit: float | None = None
@@ -300,6 +302,13 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             member_failures=failures,
         )
 
+    if facts.evicting_now:
+        # Our eviction (or rollback) is under way, its mark perhaps not seen yet: the capacity
+        # is on its way back, so the gang is neither charged to its queue nor a victim again
+        # (a reclaim decided twice in two cycles would evict again or pick other victims).
+        return LifecycleDecision(
+            Phase.PENDING, Action.HOLD, evicting=True, need=need, member_failures=failures
+        )
     if facts.binding:
         return LifecycleDecision(Phase.BINDING, Action.HOLD, need=need, member_failures=failures)
 

@@ -239,12 +239,14 @@ def build_view(
     busy: Collection[str] = (),
     lifecycle: LifecyclePolicy | None = None,
     workloads: Workloads | None = None,
+    evicting: Collection[str] = (),
 ) -> View:
     """The snapshot for one cycle, and each gang's lifecycle verdict (`core.lifecycle`).
 
     `jobs` are the batch/v1 Jobs by uid (a Job-owned gang ends when its Job says so);
     `written` what this operator wrote to each PodGroup's status since the watch last showed
-    it, by PodGroup uid; `busy` the uids of gangs this operator is binding right now.
+    it, by PodGroup uid; `busy` the uids of gangs this operator is binding right now, and
+    `evicting` those of them it is evicting or rolling back.
     """
     cache = cache if cache is not None else ViewCache()
     jobs = jobs or {}
@@ -351,6 +353,7 @@ def build_view(
             evicted=_evicted(gang.status),
             owner=_owner_state(gang, jobs),
             binding=gang.uid in busy,
+            evicting_now=gang.uid in evicting,
             member_failure=_member_failure(gang.group),
             member_failures=_int(gang.status.get("memberFailures")),
             time_limit=limit,

@@ -114,6 +114,8 @@ class Scheduler:
         self.oddities_logged: set[str] = set()
         self.acting: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its rollback or eviction task."""
+        self.evicting: set[str] = set()
+        """Uids in `acting` whose task is an eviction or a rollback: capacity on its way back."""
 
     # What tests and the operator read of the parts.
     @property
@@ -320,6 +322,7 @@ class Scheduler:
             busy=busy,
             lifecycle=self.lifecycle,
             workloads=records.workloads,
+            evicting=self.evicting & busy,
         )
 
     def _prune(self, view: View, records: Records) -> None:
@@ -349,7 +352,16 @@ class Scheduler:
     # -- acting on verdicts -----------------------------------------------------------------
 
     def _act(self, gang: Gang, work: Coroutine[Any, Any, None], what: str) -> None:
-        spawn(self.acting, gang.uid, work, what, then=lambda _failed: self.poke())
+        uid = gang.uid
+        if what in ("eviction", "rollback"):
+            self.evicting.add(uid)
+
+        def then(_failed: bool) -> None:
+            if uid not in self.acting:
+                self.evicting.discard(uid)
+            self.poke()
+
+        spawn(self.acting, uid, work, what, then=then)
 
     def _act_on_lifecycle(self, view: View, result: CycleResult, busy: set[str]) -> None:
         """Start the evictions, rollbacks and repairs the lifecycle decided (each in a task of

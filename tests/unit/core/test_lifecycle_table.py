@@ -80,6 +80,12 @@ CASES = [
         Action.HOLD,
     ),
     Case(
+        "our eviction is in flight, its mark not seen yet: held, capacity on its way back",
+        facts("RRRR", binding=True, evicting_now=True, recorded_phase="Running"),
+        Phase.PENDING,
+        Action.HOLD,
+    ),
+    Case(
         "partly bound and no bind in flight (a crash): rolled back",
         facts("BBPP", recorded_phase="Binding", scheduled_at=900.0),
         Phase.BINDING,
@@ -410,3 +416,13 @@ def test_the_record_check() -> None:
     # d was replaced by a pod with another UID (e): the record cannot finish the gang.
     gone = check_record(rec, bound, ["c", "e"], 4)
     assert gone[0] is Record.STALE and "1 pod(s) that no longer exist" in gone[1]
+
+
+def test_a_gang_whose_eviction_is_in_flight_is_on_its_way_out() -> None:
+    """Before the `Evicted` mark shows in the watch, the gang already counts as leaving: the
+    cycle charges it to no queue and never picks it as a victim again."""
+    d = decide(
+        facts("RRRR", binding=True, evicting_now=True, recorded_phase="Running"), POLICY, NOW
+    )
+    assert d.evicting and d.holds_capacity
+    assert not decide(facts("RRRR", binding=True, recorded_phase="Running"), POLICY, NOW).evicting

@@ -481,6 +481,53 @@ def test_evictions_of_several_gangs_run_concurrently() -> None:
     assert [c for c in api.calls if c[0] == "evicted"] == [("evicted", "Reclaimed")] * 2
 
 
+class HeldEvictApi(FakeApi):
+    """Evictions wait for the test's gate: the eviction stays in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def evict(self, namespace: str, pod: str, grace_s: int) -> None:
+        await asyncio.wait_for(self.gate.wait(), timeout=2)
+        await super().evict(namespace, pod, grace_s)
+
+
+def test_a_gang_being_evicted_counts_as_leaving_before_its_mark_is_seen() -> None:
+    """The next cycle, with the eviction still in flight and the watch not showing the
+    `Evicted` mark, sees the gang's capacity on its way back (charged to no queue, no victim
+    again: a reclaim was decided a second time in the next cycle on `large`), and forgets
+    that once the eviction has ended."""
+    from types import SimpleNamespace
+
+    api = HeldEvictApi()
+    bound = [
+        pod("a", group="g", gpus=4, node_name="n1", phase="Running"),
+        pod("b", group="g", gpus=4, node_name="n1", phase="Running"),
+    ]
+    cfg = build_config(metrics_port=0, health_port=0)
+    sched = Scheduler(cfg, api, ListSource(bound, [group("g", 2)]), clock=lambda: 1.0)
+    result: Any = SimpleNamespace(
+        evictions=[SimpleNamespace(gang="ns/g", reason="Reclaimed", message="test")]
+    )
+
+    async def scenario() -> None:
+        view = sched._view(sched.source.records(), 1.0, set())
+        decision = view.gangs["ns/g"].decision
+        assert decision is not None and not decision.evicting
+        sched._evict_decided(result, view, set())
+        await asyncio.sleep(0.05)
+        busy = sched.busy_gangs()
+        during = sched._view(sched.source.records(), 1.0, busy).gangs["ns/g"].decision
+        assert during is not None and during.evicting, "in flight: on its way out"
+        api.gate.set()
+        await sched.settle()
+        assert not sched.evicting, "forgotten once the eviction has ended"
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=5))
+    assert sorted(c[1] for c in api.calls if c[0] == "evict") == ["a", "b"]
+
+
 def _debounced(quiet: float, cap: float) -> Scheduler:
     cfg = build_config(debounce_s=cap, debounce_quiet_s=quiet, metrics_port=0, health_port=0)
     return Scheduler(cfg, FakeApi(), ListSource([], []), clock=lambda: 1000.0)

@@ -51,6 +51,7 @@ Results: bench/results/peers.json (PEERS_SHAPE=small writes peers-small.json, fo
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -472,6 +473,25 @@ def leaves(
     return out
 
 
+class ExitRecorder(BindRecorder):
+    """A BindRecorder that also records when each pod was first seen being deleted (its
+    eviction issued) and when it was gone: where a reclaim's time goes."""
+
+    def __init__(self, c: Cluster, ns: str) -> None:
+        super().__init__(c, ns)
+        self.deleting_at: dict[str, float] = {}
+        self.gone_at: dict[str, float] = {}
+
+    def _record(self, event: dict[str, Any], version: str | None) -> str | None:
+        meta = (event.get("object") or {}).get("metadata") or {}
+        name = meta.get("name")
+        if meta.get("deletionTimestamp") and name not in self.deleting_at:
+            self.deleting_at[name] = time.time()
+        if event.get("type") == "DELETED" and name not in self.gone_at:
+            self.gone_at[name] = time.time()
+        return super()._record(event, version)
+
+
 RECLAIM_QUEUES = ("peers-lend", "peers-claim")
 
 
@@ -497,7 +517,7 @@ def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None)
         bodies += [pod_body(side, f"l{g}-{i}", f"l{g}", 8) for i in range(lend_size)]
     create_timed(c, ns, bodies)
     rec.wait_all(len(bodies), timeout=600)
-    rec = BindRecorder(c, ns).start()  # the claimant's binds, on a fresh watch
+    rec = ExitRecorder(c, ns).start()  # the claimant's binds, the lender's exits
     # A borrowed gang has run a while when it is reclaimed: every lender PodGroup reported
     # Running by its scheduler (no status write of the burst still to go), and 2 s more.
     api = {"phalanx": ("phalanx.dev", "v1alpha1"), "volcano": VOLCANO}[side]
@@ -527,6 +547,8 @@ def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None)
         time.sleep(0.05)
     whole_at = max(rec.bound_at[f"claim-{i}"] for i in range(claim_size))
     time.sleep(5)
+    evicted_at = min(rec.deleting_at.values(), default=math.nan)
+    gone_at = max(rec.gone_at.values(), default=math.nan)
     live: dict[str, int] = {}
     for pod in c.core.list_namespaced_pod(ns).items:
         group = pod.metadata.labels["bench/gang"]
@@ -537,6 +559,9 @@ def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None)
         "claim_pods": claim_size,
         "lend_pods": len(bodies),
         "after_last_create_s": round(whole_at - last_create, 3),
+        "create_to_first_eviction_s": round(evicted_at - last_create, 3),
+        "first_eviction_to_last_gone_s": round(gone_at - evicted_at, 3),
+        "last_gone_to_whole_s": round(whole_at - gone_at, 3),
         "lend_pods_evicted": len(bodies) - sum(left),
         "lend_gangs_evicted_whole": sum(n == 0 for n in left),
         "lend_gangs_left_partial": sum(0 < n < lend_size for n in left),
@@ -667,7 +692,15 @@ def main() -> None:
                     summary[w][side] = {k: median_of(runs, k) for k in keys}
                 elif w == "reclaim":
                     summary[w][side] = {
-                        "after_last_create_s": median_of(runs, "after_last_create_s"),
+                        **{
+                            k: median_of(runs, k)
+                            for k in (
+                                "after_last_create_s",
+                                "create_to_first_eviction_s",
+                                "first_eviction_to_last_gone_s",
+                                "last_gone_to_whole_s",
+                            )
+                        },
                         "lend_pods_evicted": median_of(runs, "lend_pods_evicted"),
                         "lend_gangs_left_partial_max": max(
                             r["lend_gangs_left_partial"] for r in runs

@@ -253,7 +253,7 @@ worst waits on cluster04 (151.7 h and 158.1 h). A 12 h cap (`cap-12h`): 126.9 h 
 but p95 above `volcano`'s. Only gangs of two or more pods reserve (`min-members-2`, LSF's
 slot reservation for parallel jobs): cluster03 utilisation +0.65 points, cluster02 −0.47.
 
-**Second round (2026-12-01, 14:35–16:00 UTC): what else was measured, and why the default
+**Second round (2026-12-01, 14:35–16:10 UTC): what else was measured, and why the default
 stayed.** Each on the shipped policy (settings table; `volcano`: cluster04 13.71 h mean / 36.79
 h p95 / 96.56%, cluster03 102.12 h / 329.02 h / 73.89%, cluster02 7.03 h / 30.96 h / 65.85%,
 Philly 9.32 h / 22.62 h / 77.89% / 39.5% worst queue). The Philly settings replays of this
@@ -280,10 +280,12 @@ and 807 s against 2,556 s pure; the same figures as the pure core, checked on cl
   73.06, 73.18%; `per-queue-2-honour`), so 1 is the end of the scale, not a fitted point.
 - **The absolute cap of the bound at 48 h** (`cap-48h`): meets every goal on cluster04 (10.75
   h, −22%; p95 36.36 h; largest 56.2 h; util. 96.19%), cluster03 mean 70.89 h, util. 72.87%,
-  cluster02 4.27 h; not replayed on Philly. The cap is a constant (PBS's `max_starve` default
-  24 h is the only practice behind either value) and 48 h was the first value tried that met
-  cluster04's mean, so shipping it would be fitting a constant to a trace; with one reservation
-  per queue it was worse than either alone (cluster04 p95 38.07 h).
+  cluster02 4.27 h. On Philly (994 s, compiled) it does not win: mean 7.56 h against the
+  default's 7.53 h (−18.9%), p95 19.67 h against 19.55 h, largest 31.9 h against 23.4 h, util.
+  77.73%, worst queue 26.9% against 27.9%. Not shipped: it loses on Philly, and the cap is a
+  constant (PBS's `max_starve` default of 24 h is the only practice behind either value; 48 h
+  was the first value tried that met cluster04's mean). With one reservation per queue it was
+  worse than either alone (cluster04 p95 38.07 h).
 - **Twice the work weight** (`work-weight-2`, `work-1.5`): far lower means (cluster04 3.77 h,
   −73%; cluster03 41.4 h; cluster02 3.95 h) and p95, but utilisation falls below the goal
   (cluster04 95.56%, −1.0 point; cluster03 71.69%, −2.2): shortest-work-first serves the
@@ -345,7 +347,7 @@ Where the goals still miss (measured, with why):
   class at 136.8 h, −39%): the capacity the 64-GPU gangs now get on time is what single-GPU
   jobs of less work took before (their mean 7.0 → 8.6 h). One reservation per queue meets it
   (8.96 h, every cluster04 goal met) but costs Philly's worst queue 27.9 → 51.3%; a 48 h cap
-  meets it (10.75 h) but is a constant fitted to it (second round, above).
+  meets it (10.75 h) but loses on Philly (mean 7.56 h, largest 31.9 h; second round, above).
 - **cluster03, utilisation**: 72.88% against 73.89% (−1.0 point; goal within 0.5). Before
   this session 70.31% (−3.6 points): drained capacity that went unused is now mostly used by
   the gang it was drained for; what remains is the drain itself (`phalanx-conservative`,

@@ -253,6 +253,54 @@ worst waits on cluster04 (151.7 h and 158.1 h). A 12 h cap (`cap-12h`): 126.9 h 
 but p95 above `volcano`'s. Only gangs of two or more pods reserve (`min-members-2`, LSF's
 slot reservation for parallel jobs): cluster03 utilisation +0.65 points, cluster02 −0.47.
 
+**Second round (2026-12-01, 14:35–16:10 UTC): what else was measured, and why the default
+stayed.** Each on the shipped policy (settings table; `volcano`: cluster04 13.71 h mean / 36.79
+h p95 / 96.56%, cluster03 102.12 h / 329.02 h / 73.89%, cluster02 7.03 h / 30.96 h / 65.85%,
+Philly 9.32 h / 22.62 h / 77.89% / 39.5% worst queue). The Philly settings replays of this
+round ran on the mypyc-compiled core (`tools/build_core.py --exec .venv/bin/python ...`, 337 s
+and 807 s against 2,556 s pure; the same figures as the pure core, checked on cluster02):
+
+- **One binding reservation per queue** (`per-queue-1-honour`, `--backfill-depth-per-queue 1`):
+  EASY backfill among each queue's starving gangs, the oldest of them reserves (Maui's
+  `RESERVATIONDEPTH`, 1 by default); many reservations at once are conservative backfill for
+  the starving set, which under overload is much of the queue (EASY against conservative:
+  Mu'alem & Feitelson 2001). With the honoured reservations of rule 4 it no longer starves the
+  largest gangs (without them: 229.7 h on cluster04) and it is the best setting on every ITP
+  trace: cluster04 mean 11.56 → 8.96 h (−35% against `volcano`), p95 35.45 h, largest 49.9 h,
+  util. 96.25% — every goal met; cluster03 util. 72.88 → 73.18% (−0.71 points), mean 74.46 h,
+  p95 286.9 h, largest 86.7 h; cluster02 mean 4.13 h, p95 22.08 h, util. 65.76%, largest
+  141.4 h. On Philly it meets mean (6.20 h, −33%), p95 (16.69 h), largest (44.7 h, −60%) and
+  utilisation (77.50%), but the worst queue is below 90% of its share for **51.3%** of its
+  demand time (ee9e8c; 27.9% under the default): with one reservation per queue, a queue of
+  many starving gangs waits for them one at a time while the others' gangs backfill into its
+  share. Exempting the gangs owed their queue's share from the cap (`owed_uncapped`, a core
+  knob for measuring; unit test): 43.7% (mean 6.40 h, util. 77.40%, largest 38.2 h). Not
+  shipped: it trades the share goal for the mean goal on the one trace with queues. Monotone
+  in the depth on ITP (cluster04 mean: no cap 11.56, 2 10.41, 1 8.96 h; cluster03 util. 72.88,
+  73.06, 73.18%; `per-queue-2-honour`), so 1 is the end of the scale, not a fitted point.
+- **The absolute cap of the bound at 48 h** (`cap-48h`): meets every goal on cluster04 (10.75
+  h, −22%; p95 36.36 h; largest 56.2 h; util. 96.19%), cluster03 mean 70.89 h, util. 72.87%,
+  cluster02 4.27 h. On Philly (994 s, compiled) it does not win: mean 7.56 h against the
+  default's 7.53 h (−18.9%), p95 19.67 h against 19.55 h, largest 31.9 h against 23.4 h, util.
+  77.73%, worst queue 26.9% against 27.9%. Not shipped: it loses on Philly, and the cap is a
+  constant (PBS's `max_starve` default of 24 h is the only practice behind either value; 48 h
+  was the first value tried that met cluster04's mean). With one reservation per queue it was
+  worse than either alone (cluster04 p95 38.07 h).
+- **Twice the work weight** (`work-weight-2`, `work-1.5`): far lower means (cluster04 3.77 h,
+  −73%; cluster03 41.4 h; cluster02 3.95 h) and p95, but utilisation falls below the goal
+  (cluster04 95.56%, −1.0 point; cluster03 71.69%, −2.2): shortest-work-first serves the
+  fillers first, and what is left to pack the gaps is large work. Every setting with a work
+  weight above 1 lost utilisation (with `min-members-2`, with half-leaf honouring).
+- **Only multi-pod gangs reserve, honoured** (`min-members-2-honour`, LSF's rule): small
+  gains everywhere (cluster04 10.47 h, cluster03 util. 72.93%); with one reservation per
+  queue (`per-queue-1+min-members-2`) the best ITP figures of all (cluster04 9.23 h, p95 33.78
+  h, util. 96.48%; cluster03 73.17%; cluster02 3.82 h) but single-node gangs (Philly's 2–8-GPU
+  class, the one that sets its mean) would never hold a reservation; not replayed on Philly.
+- **Bounded slowdown 3** (`slowdown-3`, `reserve_after_limits` 2): no gain (cluster04 11.49 h).
+- **Honouring from half a leaf** (`per-queue-1+honour-half-leaf`): cluster03 utilisation
+  73.51%, the only setting within 0.5 points there, but the mean 90.37 h (−11.5%): honouring
+  more gangs first is FIFO for them.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
@@ -275,16 +323,15 @@ for one gang and 19 evictions of one gang; the GPU-hours lost are the same (25,3
 shipped default: 7,163 evictions (34,875 before; `volcano` 10,255, `phalanx-conservative`
 10,913) and 78,712 GPU-h lost (86,944 before).
 
-On Philly the figures are those of the replay made before the share guard of rule 4
-(`honour-unguarded` in the settings table: `honour_within_share` off; the guard only keeps a
-borrowing queue's gang from being honoured, which on Philly changes decisions, so `make
-bench-sim` replays it again — not done this session, it takes 40 minutes). That replay
-(2,412 s) waits 7.53 h on average against
-`volcano`'s 9.32 h (−19.2%; the default before this session 8.04 h, −14%), at 77.57%
-utilisation against 77.89% (within 0.5 points); p95 19.55 h against 22.62 h; the largest
-class (nine 33+-GPU gangs) waits at worst 23.4 h against 111.8 h (−79%; before 42.1 h). By
-class, mean h (before → now, `volcano`): 1 GPU 4.0 → 3.6 (3.8), 2–8 GPUs 61.1 → 58.8 (68.6),
-9–32 111.6 → 107.5 (377.9), 33+ 16.6 → 8.7 (34.3).
+On Philly the shipped default was replayed again with the share guard of rule 4 (2,556 s,
+2026-12-01 14:35–15:20 UTC): every figure is identical to the replay made before the guard
+(`honour-unguarded` in the settings table), so on Philly the guard changed no decision. It
+waits 7.53 h on average against `volcano`'s 9.32 h (−19.2%; the default before the first round
+8.04 h, −14%), at 77.57% utilisation against 77.89% (within 0.5 points); p95 19.55 h against
+22.62 h; the largest class (nine 33+-GPU gangs) waits at worst 23.4 h against 111.8 h (−79%;
+before 42.1 h); the worst queue (`ee9e8c`) is below 90% of its share for 27.9% of its demand
+time. By class, mean h (before → now, `volcano`): 1 GPU 4.0 → 3.6 (3.8), 2–8 GPUs 61.1 → 58.8
+(68.6), 9–32 111.6 → 107.5 (377.9), 33+ 16.6 → 8.7 (34.3).
 
 Where the goals still miss (measured, with why):
 
@@ -298,24 +345,42 @@ Where the goals still miss (measured, with why):
 - **cluster04, mean wait**: 11.56 h against 13.71 h (−16%; goal −20%, 10.97 h). Honouring the
   largest gangs' reservations costs 1.5 h of mean (no-honour: 10.06 h, −27%, with the largest
   class at 136.8 h, −39%): the capacity the 64-GPU gangs now get on time is what single-GPU
-  jobs of less work took before (their mean 7.0 → 8.6 h).
+  jobs of less work took before (their mean 7.0 → 8.6 h). One reservation per queue meets it
+  (8.96 h, every cluster04 goal met) but costs Philly's worst queue 27.9 → 51.3%; a 48 h cap
+  meets it (10.75 h) but loses on Philly (mean 7.56 h, largest 31.9 h; second round, above).
 - **cluster03, utilisation**: 72.88% against 73.89% (−1.0 point; goal within 0.5). Before
   this session 70.31% (−3.6 points): drained capacity that went unused is now mostly used by
   the gang it was drained for; what remains is the drain itself (`phalanx-conservative`,
   which reserves for one gang at a time, 73.74%). cluster03 is the overloaded trace (offered
-  load 1.09 of its 128 GPUs).
+  load 1.09 of its 128 GPUs). Second round: one reservation per queue 73.18% (−0.71), two
+  73.06%; the only setting within 0.5 points, honouring from half a leaf (73.51%), waits
+  90.37 h on average (−11.5%, the mean goal missed); every higher work weight lowers it.
 - **Philly, mean wait**: −19.2% (7.53 h against 9.32 h; the goal, −20%, is 7.46 h: short by
   0.07 h, 1% of the mean). 93% of Philly's jobs use one GPU and wait 3.6 h on average against
   `volcano`'s 3.8 h: across its queues the order is fair share first, so the work term reorders
   only within each VC, and what separates the means is mostly the 2–8-GPU class (58.8 h
-  against 68.6 h), single-node gangs whose wait is the wait for a whole node to free.
+  against 68.6 h), single-node gangs whose wait is the wait for a whole node to free. One
+  reservation per queue meets it (6.20 h, −33%; 2–8 GPUs 50.3 h) at the share goal's cost.
 - **Philly, queue share**: the worst queue (`ee9e8c`, the VC of all nine 33+-GPU gangs) is
   below 90% of its own deserved share for 27.9% of its demand time (before 27.5%, `volcano`
-  39.5%, `phalanx-conservative` 51.7%; goal ≤ 15%). Its deserved share counts the demand of
-  its pending 64-GPU gangs, which it cannot take until whole nodes drain or are reclaimed
-  (reclaim only helps a gang that fits within the share); the next queues are 2869ce 19.6%
-  and 23dbec 19.5%. Not measured further this session.
-
+  39.5%, `phalanx-conservative` 51.7%; goal ≤ 15%); the next queues are 2869ce 19.6% and
+  23dbec 19.5%. The explanation given before (its deserved share counts its pending 64-GPU
+  gangs, which reclaim cannot serve) is refuted by the queue series of the fresh replay: in
+  100% of ee9e8c's time below 90% it has a pending gang that fits within what it is owed
+  (deserved − allocated), the smallest such gang is of 1 GPU for 37% of that time, 4 GPUs 42%,
+  8 GPUs 13%, 64 GPUs 2%; the oldest of them has waited over 24 h for 96% of it; the cluster
+  has at least that many GPUs free for 92% of it and the other queues borrow at least that
+  many for 75% of it. So small starving gangs of ee9e8c wait while GPUs are free: the free
+  GPUs are held by the reservations of other gangs, or are not on one node. (Reclaim beyond
+  the share would not help either: when demand exceeds the cluster, the deserved shares sum to
+  its capacity, so free GPUs plus what the other queues borrow equal exactly what a queue is
+  owed, and a gang larger than that can never be reclaimed for while victims keep their own
+  share.) One mechanism found: a gang that could reclaim is left to the walk (the churn fix),
+  so the starving gangs of the queues *after* it in fair-share order are planned before it
+  and a queue owed its share reserves last. Stopping the pass before the walk at that gang
+  (`owed_first`, a core knob for measuring; unit test) was measured on Philly's first 30,000
+  jobs only (`--limit-jobs 30000`): mean 7.22 → 6.41 h, but the worst queue 19.5% → 21.5%
+  (2869ce 10.7 → 21.5%, ee9e8c 17.9 → 18.8%), so it does not ship.
 `PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
 a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same
 sweep, within the depth (default 100). Only gangs past their starvation bound — their own

@@ -120,6 +120,73 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"reserve_under_share": "false"},
         "the shipped policy without the under-share exception",
     ),
+    # -- the second round of issue 19 (each on the shipped policy of 2026-12-01, honour on)
+    "min-members-2-honour": (
+        "phalanx",
+        {"reserve_min_members": "2"},
+        "only gangs of two or more pods hold binding reservations, reservations honoured",
+    ),
+    "work-weight-2": (
+        "phalanx",
+        {"work_weight": "2"},
+        "twice the work weight (closer to shortest-work-first; the bound still caps waits)",
+    ),
+    "work-1.5": ("phalanx", {"work_weight": "1.5"}, "1.5 × the work weight"),
+    "work-2+min-members-2": (
+        "phalanx",
+        {"work_weight": "2", "reserve_min_members": "2"},
+        "twice the work weight, and only multi-pod gangs reserve",
+    ),
+    "slowdown-3": (
+        "phalanx",
+        {"reserve_after_limits": "2"},
+        "the relative bound at twice the time limit (bounded slowdown 3, not 2)",
+    ),
+    "cap-48h": (
+        "phalanx",
+        {"reserve_after_s": "172800"},
+        "the absolute cap of the bound at 48 h, not 24 h (the relative bound unchanged)",
+    ),
+    "per-queue-1-honour": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1"},
+        "one binding reservation per queue (EASY among the starving gangs), honoured",
+    ),
+    "cap-48h+per-queue-1": (
+        "phalanx",
+        {"reserve_after_s": "172800", "backfill_depth_per_queue": "1"},
+        "the 48 h cap and one binding reservation per queue",
+    ),
+    "cap-48h+min-members-2": (
+        "phalanx",
+        {"reserve_after_s": "172800", "reserve_min_members": "2"},
+        "the 48 h cap and only multi-pod gangs reserve",
+    ),
+    "per-queue-1+owed-uncapped": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "owed_uncapped": "true"},
+        "one binding reservation per queue, gangs owed their queue's share exempt from the cap",
+    ),
+    "per-queue-2-honour": (
+        "phalanx",
+        {"backfill_depth_per_queue": "2"},
+        "two binding reservations per queue, honoured",
+    ),
+    "per-queue-1+min-members-2": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "reserve_min_members": "2"},
+        "one binding reservation per queue, and only multi-pod gangs reserve",
+    ),
+    "per-queue-1+honour-half-leaf": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "start_starving_leaves": "0.5"},
+        "one binding reservation per queue, honoured from half a leaf's worth of nodes",
+    ),
+    "per-queue-1+half-leaf+work-2": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "start_starving_leaves": "0.5", "work_weight": "2"},
+        "the same with twice the work weight",
+    ),
 }
 
 

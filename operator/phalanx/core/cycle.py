@@ -431,7 +431,6 @@ class Walk:
                 n,
             ),
         )
-        cap = policy.backfill_depth_per_queue
         for name in queues:
             hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
             if policy.reserve_by_deadline:
@@ -447,9 +446,13 @@ class Walk:
             else:
                 hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
             for w in hungry:
-                if cap > 0 and self.c.reserved_in.get(name, 0) >= cap:
-                    break
+                if self._capped(w):
+                    continue
                 if not self._may_plan(w):
+                    return decided
+                if policy.owed_first and not policy.evict_before_walk and self._could_evict(w):
+                    # Left to the walk (it may reclaim there): the queues after this one in
+                    # fair-share order reserve in the walk too, after it, not before it.
                     return decided
                 if self.step(w, promoted=True):
                     decided.add(w.gang.id)
@@ -574,7 +577,8 @@ class Walk:
                 chosen = self.plan(w)
                 if chosen is not None and chosen.outcome.assignment is not None:
                     self.hold(w, chosen.outcome.assignment, chosen.start)
-                    c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
+                    if not self._cap_exempt(w):
+                        c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
             else:
                 c.unreserved[gid] = why
                 c.depth_used += 1
@@ -652,6 +656,19 @@ class Walk:
         members = sum(len(s.pods) for s in w.shapes) if p.reserve_per_member else 1
         return starvation_bound(w.duration, p.reserve_after_limits, p.reserve_after_s, members)
 
+    def _capped(self, w: GangWork) -> bool:
+        """Whether `backfill_depth_per_queue` keeps `w` from a binding reservation: its queue
+        holds as many already, and `w` is not exempt (`_cap_exempt`)."""
+        cap = self.policy.backfill_depth_per_queue
+        return (
+            cap > 0 and self.c.reserved_in.get(w.queue.name, 0) >= cap and not self._cap_exempt(w)
+        )
+
+    def _cap_exempt(self, w: GangWork) -> bool:
+        """`owed_uncapped`: a gang owed its queue's share (rule 3) reserves whatever the cap, and
+        is not counted against it: the cap is for the starving gangs of queues at their share."""
+        return self.policy.owed_uncapped and self._owed_reserve(w)
+
     def _owed_reserve(self, w: GangWork) -> bool:
         return self.policy.reserve_under_share and self._may_reserve(w) and self._owed(w)
 
@@ -669,7 +686,7 @@ class Walk:
         back from one, in words for its message."""
         p, q = self.policy, w.queue
         cap = p.backfill_depth_per_queue
-        if cap > 0 and self.c.reserved_in.get(q.name, 0) >= cap:
+        if self._capped(w):
             return f"queue {q.name} already holds {cap} reservation{'' if cap == 1 else 's'}"
         if not self._bounded():
             return ""

@@ -288,6 +288,14 @@ class Policy:
     """Honour a reservation (`start_starving_leaves`) only when the gang keeps its queue within
     its deserved share (off: the first replays of the rule; a borrowing gang started first was
     reclaimed and started first again, cycle after cycle)."""
+    owed_uncapped: bool = False
+    """Gangs owed their queue's share (`reserve_under_share`) are neither held back by
+    `backfill_depth_per_queue` nor counted against it (off: they are)."""
+    owed_first: bool = False
+    """Stop planning starving gangs before the walk at the first one that could reclaim or
+    preempt (left to the walk, which evicts in fair-share order): the gangs of the queues after
+    it in fair-share order get their reservations in the walk, after it. Off: they are planned
+    before the walk and a queue owed its share reserves last (for measuring)."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

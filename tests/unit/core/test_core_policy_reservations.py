@@ -355,3 +355,66 @@ def test_a_starving_gang_of_a_whole_leaf_starts_before_the_order() -> None:
     again = schedule(later, replace(shipped, start_starving_leaves=0.0), NOW + 100)
     assert set(again.bindings) == {"ns/small"}
     assert again.reservations["ns/leaf"].start == NOW + 160
+
+
+def test_a_queue_owed_its_share_reserves_before_the_queues_after_it() -> None:
+    """Two nodes, both running gangs of queue `b` (not reclaimable): `rb` on n00 until
+    NOW + 100, `rb2` on n01 until NOW + 200. Demands a 8, b 24: shares 8 and 8, so `b` borrows
+    8 and `a` is owed its share. `a1` (8 GPUs, limit 1,000 s, fresh) could reclaim, so it is
+    left to the walk; `b1` (8 GPUs, limit 1,000 s) has starved. Before the walk `b1` reserves
+    n00 from NOW + 100, and `a1`, whose reclaim finds no victim, reserves n01 from NOW + 200:
+    the queue owed its share reserves last. With `owed_first` the pass before the walk stops
+    at `a1`, the walk serves `a` first (0 of 8) and `a1` reserves n00 from NOW + 100, `b1`
+    n01 from NOW + 200."""
+    run = [
+        running("rb").queue("b").on(N0).started(NOW - 50).time_limit(150),
+        running("rb2").queue("b").on(N1).started(NOW - 50).time_limit(250),
+    ]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 10).time_limit(1000),
+        gang("b1").queue("b").pods(1).created(NOW - 5000).time_limit(1000),
+    ]
+    snap = snapshot(fabric(1, 1, 2), [queue("a"), queue("b").not_reclaimable()], run, pending)
+    base = Policy(reserve_after_limits=1.0, reserve_under_share=True)
+    before = schedule(snap, base, NOW)
+    assert {g: (x.start, x.nodes) for g, x in before.reservations.items()} == {
+        "ns/b1": (NOW + 100, (N0,)),
+        "ns/a1": (NOW + 200, (N1,)),
+    }
+    first = schedule(snap, replace(base, owed_first=True), NOW)
+    assert {g: (x.start, x.nodes) for g, x in first.reservations.items()} == {
+        "ns/a1": (NOW + 100, (N0,)),
+        "ns/b1": (NOW + 200, (N1,)),
+    }
+    assert not first.evictions and not first.bindings
+
+
+def test_gangs_owed_their_share_reserve_beyond_the_per_queue_cap() -> None:
+    """Three nodes running gangs of queue `b` (not reclaimable) until NOW + 100, + 200 and
+    + 300. Queue `a` (weight 2) has `a1` and `a2` pending (8 GPUs, limit 1,000 s, fresh):
+    demands a 16, b 24, shares a 16, b 8, so both are owed `a`'s share. With one binding
+    reservation per queue only `a1` reserves (n00 from NOW + 100) and `a2` is held back by the
+    cap; with `owed_uncapped` the cap is for starving gangs of queues at their share only, and
+    `a2` reserves n01 from NOW + 200."""
+    nodes = [N0, N1, "s0-l0-n02"]
+    run = [
+        running(f"rb{i}").queue("b").on(n).started(NOW - 50).time_limit(150 + 100 * i)
+        for i, n in enumerate(nodes)
+    ]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 20).time_limit(1000),
+        gang("a2").queue("a").pods(1).created(NOW - 10).time_limit(1000),
+    ]
+    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
+    snap = snapshot(fabric(1, 1, 3), queues, run, pending)
+    capped = Policy(reserve_after_limits=1.0, reserve_under_share=True, backfill_depth_per_queue=1)
+    one = schedule(snap, capped, NOW)
+    assert {g: (x.start, x.nodes) for g, x in one.reservations.items()} == {
+        "ns/a1": (NOW + 100, (N0,)),
+    }
+    assert "queue a already holds 1 reservation" in one.gangs["ns/a2"].message
+    both = schedule(snap, replace(capped, owed_uncapped=True), NOW)
+    assert {g: (x.start, x.nodes) for g, x in both.reservations.items()} == {
+        "ns/a1": (NOW + 100, (N0,)),
+        "ns/a2": (NOW + 200, (N1,)),
+    }

@@ -34,40 +34,31 @@ def test_unset_volcano_is_skipped_in_one_line(
     assert "Volcano skipped: VOLCANO_SCHEDULER is not set" in _line(capsys)
 
 
-def test_a_missing_volcano_binary_is_one_line(
+@pytest.mark.parametrize(
+    ("binary_text", "mode", "crds", "said"),
+    [
+        pytest.param(None, None, None, "is not an executable file", id="missing binary"),
+        pytest.param("not a program", None, None, "is not an executable file", id="not executable"),
+        pytest.param("#!/bin/sh\n", 0o755, "nowhere", "VOLCANO_CRDS must name", id="no CRDs"),
+    ],
+)
+def test_an_unusable_volcano_is_one_line(
     peers: ModuleType,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("VOLCANO_SCHEDULER", str(tmp_path / "vc-scheduler"))
-    assert peers.volcano_binary() is None
-    assert "is not an executable file" in _line(capsys)
-
-
-def test_a_file_that_is_not_executable_is_one_line(
-    peers: ModuleType,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    binary = tmp_path / "vc-scheduler"
-    binary.write_text("not a program")
-    monkeypatch.setenv("VOLCANO_SCHEDULER", str(binary))
-    assert peers.volcano_binary() is None
-    assert "is not an executable file" in _line(capsys)
-
-
-def test_volcano_without_its_crds_is_one_line(
-    peers: ModuleType,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    binary_text: str | None,
+    mode: int | None,
+    crds: str | None,
+    said: str,
 ) -> None:
     binary = tmp_path / "vc-scheduler"
-    binary.write_text("#!/bin/sh\n")
-    binary.chmod(0o755)
+    if binary_text is not None:
+        binary.write_text(binary_text)
+    if mode is not None:
+        binary.chmod(mode)
     monkeypatch.setenv("VOLCANO_SCHEDULER", str(binary))
-    monkeypatch.setenv("VOLCANO_CRDS", str(tmp_path / "nowhere"))
+    if crds is not None:
+        monkeypatch.setenv("VOLCANO_CRDS", str(tmp_path / crds))
     assert peers.volcano_binary() is None
-    assert "VOLCANO_CRDS must name" in _line(capsys)
+    assert said in _line(capsys)

@@ -320,13 +320,12 @@ def pod_body(side: str, name: str, group: str, gpus: int) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": labels, "annotations": annotations}, "spec": spec}
 
 
+GROUP_API = {"phalanx": ("phalanx.dev", "v1alpha1"), "native": NATIVE, "volcano": VOLCANO}
+"""Each side's PodGroup kind: (group, version)."""
+
+
 def create_group(c: Cluster, ns: str, side: str, body: dict[str, Any]) -> None:
-    if side == "phalanx":
-        c.custom.create_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", body)
-    elif side == "volcano":
-        c.custom.create_namespaced_custom_object(*VOLCANO, ns, "podgroups", body)
-    else:
-        c.custom.create_namespaced_custom_object(*NATIVE, ns, "podgroups", body)
+    c.custom.create_namespaced_custom_object(*GROUP_API[side], ns, "podgroups", body)
 
 
 def create_timed(c: Cluster, ns: str, bodies: list[dict[str, Any]]) -> dict[str, float]:
@@ -346,7 +345,7 @@ def teardown(c: Cluster, ns: str, side: str) -> None:
     """PodGroups first, then the pods: a gang whose pods are deleted under it is a member
     failure (or, with its `Running` report still deferred, a partly bound gang to roll back,
     which recreates bare pods), work that is no part of the next measurement."""
-    api = {"phalanx": ("phalanx.dev", "v1alpha1"), "native": NATIVE, "volcano": VOLCANO}[side]
+    api = GROUP_API[side]
     c.custom.delete_collection_namespaced_custom_object(*api, ns, "podgroups")
     deadline = time.monotonic() + 60
     # Native PodGroups keep a protection finalizer while pods name them: not awaited.
@@ -493,14 +492,21 @@ class ExitRecorder(BindRecorder):
 
 
 RECLAIM_QUEUES = ("peers-lend", "peers-claim")
+LEND_GANG = 8
+"""Pods per lender gang."""
+
+
+def claim_size_for(nodes: int) -> int:
+    """The claimant's gang: a lender gang's worth of whole nodes, or nodes/64 (16 on `large`)."""
+    return max(LEND_GANG, nodes // 64)
 
 
 def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None) -> dict[str, Any]:
     """The lender fills the cluster (half of it borrowed), then the claimant asks for a gang
     within its share: how long until it is whole, and what the lender lost on the way."""
     lend, claim = RECLAIM_QUEUES
-    lend_gangs, lend_size = nodes // 8, 8
-    claim_size = max(lend_size, nodes // 64)
+    lend_gangs, lend_size = nodes // LEND_GANG, LEND_GANG
+    claim_size = claim_size_for(nodes)
     if side == "phalanx":
         for q in RECLAIM_QUEUES:
             ensure_queue(c.custom, q, {"weight": 1, "guarantee": {"nvidia.com/gpu": 4 * nodes}})
@@ -520,7 +526,7 @@ def reclaim(c: Cluster, side: str, run: int, nodes: int, vc: VcScheduler | None)
     rec = ExitRecorder(c, ns).start()  # the claimant's binds, the lender's exits
     # A borrowed gang has run a while when it is reclaimed: every lender PodGroup reported
     # Running by its scheduler (no status write of the burst still to go), and 2 s more.
-    api = {"phalanx": ("phalanx.dev", "v1alpha1"), "volcano": VOLCANO}[side]
+    api = GROUP_API[side]
     deadline = time.monotonic() + 120
     while True:
         groups = c.custom.list_namespaced_custom_object(*api, ns, "podgroups")["items"]
@@ -734,8 +740,8 @@ def main() -> None:
             "reclaim": "native gang scheduling has no queues to lend or reclaim: not measured",
             "reclaim_workload": {
                 "lend_pods": nodes,
-                "lend_gang_size": 8,
-                "claim_pods": max(8, nodes // 64),
+                "lend_gang_size": LEND_GANG,
+                "claim_pods": claim_size_for(nodes),
                 "gpus_per_pod": 8,
                 "volcano_actions": VOLCANO_RECLAIM_ACTIONS,
             },

@@ -709,22 +709,19 @@ class Walk:
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
-        if self.policy.reclaim and can_reclaim(w):
-            return True
-        if self.policy.preemption:
-            low = self.lowest.get(w.queue.name)
-            return low is not None and low < w.gang.priority
-        return False
+        return (self.policy.reclaim and can_reclaim(w)) or self._may_preempt(w)
 
     def _could_evict(self, w: GangWork) -> bool:
         """`_may_evict`, counting reclaim only when another queue borrows (a lone queue below
         its share has no one to reclaim from)."""
-        if self.policy.reclaim and self._owed(w):
-            return True
-        if self.policy.preemption:
-            low = self.lowest.get(w.queue.name)
-            return low is not None and low < w.gang.priority
-        return False
+        return (self.policy.reclaim and self._owed(w)) or self._may_preempt(w)
+
+    def _may_preempt(self, w: GangWork) -> bool:
+        """Preemption is on and `w`'s queue runs a gang of lower priority."""
+        if not self.policy.preemption:
+            return False
+        low = self.lowest.get(w.queue.name)
+        return low is not None and low < w.gang.priority
 
     def _caches(self) -> dict[str, Any]:
         c = self.c

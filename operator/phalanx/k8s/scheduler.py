@@ -112,10 +112,10 @@ class Scheduler:
         self.evictor = Evictor(config, self.api, self.metrics, self.reporter, clock)
         self.gang_maker = GangMaker(self.api, self.reporter.emit)
         self.oddities_logged: set[str] = set()
+        self.leaving: dict[str, asyncio.Task[None]] = {}
+        """Gang uid → its eviction or rollback task: its capacity is on its way back."""
         self.acting: dict[str, asyncio.Task[None]] = {}
-        """Gang uid → its rollback or eviction task."""
-        self.evicting: set[str] = set()
-        """Uids in `acting` whose task is an eviction or a rollback: capacity on its way back."""
+        """Gang uid → its other repair task (a roll forward, recreating a rollback's pods)."""
 
     # What tests and the operator read of the parts.
     @property
@@ -142,8 +142,8 @@ class Scheduler:
         return self.binder.busy()
 
     def busy_gangs(self) -> set[str]:
-        """Uids of gangs with a bind, rollback or eviction under way."""
-        return {*self.binder.inflight, *self.acting}
+        """Uids of gangs with a bind, rollback, eviction or repair under way."""
+        return {*self.binder.inflight, *self.acting, *self.leaving}
 
     # -- loop -------------------------------------------------------------------------------
 
@@ -159,6 +159,7 @@ class Scheduler:
         return [
             *self.binder.tasks(),
             *self.acting.values(),
+            *self.leaving.values(),
             *self.gang_maker.tasks.values(),
             *self.reporter.status_writes.values(),
             *self.reporter.pod_writes.values(),
@@ -322,7 +323,7 @@ class Scheduler:
             busy=busy,
             lifecycle=self.lifecycle,
             workloads=records.workloads,
-            evicting=self.evicting & busy,
+            evicting=self.leaving.keys(),
         )
 
     def _prune(self, view: View, records: Records) -> None:
@@ -352,16 +353,8 @@ class Scheduler:
     # -- acting on verdicts -----------------------------------------------------------------
 
     def _act(self, gang: Gang, work: Coroutine[Any, Any, None], what: str) -> None:
-        uid = gang.uid
-        if what in ("eviction", "rollback"):
-            self.evicting.add(uid)
-
-        def then(_failed: bool) -> None:
-            if uid not in self.acting:
-                self.evicting.discard(uid)
-            self.poke()
-
-        spawn(self.acting, uid, work, what, then=then)
+        tracked = self.leaving if what in ("eviction", "rollback") else self.acting
+        spawn(tracked, gang.uid, work, what, then=lambda _failed: self.poke())
 
     def _act_on_lifecycle(self, view: View, result: CycleResult, busy: set[str]) -> None:
         """Start the evictions, rollbacks and repairs the lifecycle decided (each in a task of
@@ -399,7 +392,12 @@ class Scheduler:
     def _evict_decided(self, result: CycleResult, view: View, busy: set[str]) -> None:
         for ev in result.evictions:
             gang = view.gangs.get(ev.gang)
-            if gang is None or gang.uid in busy or gang.uid in self.acting:
+            if (
+                gang is None
+                or gang.uid in busy
+                or gang.uid in self.leaving
+                or gang.uid in self.acting
+            ):
                 continue
             work = self.evictor.evict(gang, str(ev.reason), ev.message, self.assumed)
             self._act(gang, work, "eviction")

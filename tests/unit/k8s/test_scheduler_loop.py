@@ -522,7 +522,7 @@ def test_a_gang_being_evicted_counts_as_leaving_before_its_mark_is_seen() -> Non
         assert during is not None and during.evicting, "in flight: on its way out"
         api.gate.set()
         await sched.settle()
-        assert not sched.evicting, "forgotten once the eviction has ended"
+        assert not sched.leaving, "forgotten once the eviction has ended"
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=5))
     assert sorted(c[1] for c in api.calls if c[0] == "evict") == ["a", "b"]

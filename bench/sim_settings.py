@@ -187,6 +187,44 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"backfill_depth_per_queue": "1", "start_starving_leaves": "0.5", "work_weight": "2"},
         "the same with twice the work weight",
     ),
+    # -- the third round of issue 19 (session 10)
+    "owed-start-first": (
+        "phalanx",
+        {"owed_start_first": "true"},
+        "gangs of a queue below its share that fit now within it start before the queues "
+        "after it plan their starving gangs",
+    ),
+    "least-idle": (
+        "phalanx",
+        {"reserve_least_idle": "true"},
+        "a reservation takes, among equally good places, the leaves and nodes with the fewest "
+        "GPUs free now (the least capacity held idle until it starts)",
+    ),
+    "borrowing-last": (
+        "phalanx",
+        {"reserve_borrowing_last": "true"},
+        "a starving gang beyond its queue's share reserves in the walk, after the queues below "
+        "theirs, not before it",
+    ),
+    "per-queue-1+owed-start-first": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "owed_start_first": "true"},
+        "one binding reservation per queue, and gangs of a queue below its share start first",
+    ),
+    "per-queue-1+least-idle": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "reserve_least_idle": "true"},
+        "one binding reservation per queue, placed where the least capacity is held idle",
+    ),
+    "per-queue-1+owed-start-first+least-idle": (
+        "phalanx",
+        {
+            "backfill_depth_per_queue": "1",
+            "owed_start_first": "true",
+            "reserve_least_idle": "true",
+        },
+        "the three together",
+    ),
 }
 
 

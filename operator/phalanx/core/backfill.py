@@ -54,6 +54,7 @@ def earliest_start(
     plan_nodes: PlanNodeCache | None = None,
     future: FutureMinCache | None = None,
     leaf_index: bool = True,
+    least_idle: bool = False,
 ) -> Plan | None:
     """Earliest start at or after now (never before a release), or None if the timeline never
     frees enough (e.g. the capacity is held by gangs without a time limit). `cache` carries leaf
@@ -167,7 +168,7 @@ def earliest_start(
             if attempts >= MAX_ATTEMPTS:
                 return None
             continue
-        view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo)
+        view = PlanView(state, t, t + duration, leaf_gpu=leaf_gpu, memo=memo, least_idle=least_idle)
         out = place(view, shapes, required_level, preferred_level)
         if out.assignment is not None:
             return Plan(t, out, state.gangs_released_by(t))
@@ -211,6 +212,7 @@ def start_on_due(
     cache: PlanCache | None = None,
     node_cache: NodeCache | None = None,
     plan_nodes: PlanNodeCache | None = None,
+    least_idle: bool = False,
 ) -> Plan | None:
     """`earliest_start(state, work, now, until=now)` when a release is due by now, read off the
     aggregates `DueNow` keeps instead of re-running the sweep's setup and event walk.
@@ -220,7 +222,9 @@ def start_on_due(
     event counts, so the checks, the `PlanView` and the caches it reads are the same."""
     events = state.events
     if not events or events[0].time > now:
-        return earliest_start(state, work, now, now, cache, node_cache, plan_nodes)
+        return earliest_start(
+            state, work, now, now, cache, node_cache, plan_nodes, least_idle=least_idle
+        )
     due = state.track_due(now)
     shapes, duration = work.shapes, work.duration
     agg = due.capped if duration == math.inf else due.plain
@@ -235,7 +239,9 @@ def start_on_due(
     elif per_leaf and max(agg.leaf_gpu) < work.gpus:
         return None
     memo = SweepMemo(0, 0, cache, node_cache, plan_nodes, epochs=(due.leaf_epoch, due.node_epoch))
-    view = PlanView(state, now, now + duration, leaf_gpu=agg.leaf_gpu, memo=memo)
+    view = PlanView(
+        state, now, now + duration, leaf_gpu=agg.leaf_gpu, memo=memo, least_idle=least_idle
+    )
     out = place(view, shapes, required_level, work.preferred_level)
     if out.assignment is None:
         return None

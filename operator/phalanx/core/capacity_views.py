@@ -245,7 +245,7 @@ class SweepCaps(LeafCaps):
 class PlanView(CapacityView):
     """Capacity at future time `t` for a gang that would run until `end`."""
 
-    __slots__ = ("end", "leaf_gpu", "memo", "state", "t")
+    __slots__ = ("end", "leaf_gpu", "least_idle", "memo", "state", "t")
 
     def __init__(
         self,
@@ -255,8 +255,10 @@ class PlanView(CapacityView):
         *,
         leaf_gpu: list[int],
         memo: SweepMemo | None = None,
+        least_idle: bool = False,
     ) -> None:
         self.state = state
+        self.least_idle = least_idle
         self.topo = state.topo
         self.t = t
         self.end = end
@@ -267,6 +269,12 @@ class PlanView(CapacityView):
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         return self.leaf_gpu[leaf]
+
+    def leaf_idle(self, leaf: int) -> int:
+        return self.state.leaf_gpu[leaf] if self.least_idle else 0
+
+    def node_idle(self, n: int) -> int:
+        return self.state.free_gpu[n] if self.least_idle else 0
 
     def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
         by_shape = self.memo.caps

@@ -445,8 +445,15 @@ class Walk:
                 )
             else:
                 hungry.sort(key=lambda w: (-w.gang.priority, w.gang.creation_time, w.gang.id))
+            q = prep.queues[name]
             for w in hungry:
                 if self._capped(w):
+                    continue
+                if (
+                    policy.reserve_borrowing_last
+                    and q.alloc_fair + w.fair > q.deserved
+                    and self._others_short(name)
+                ):
                     continue
                 if not self._may_plan(w):
                     return decided
@@ -456,7 +463,47 @@ class Walk:
                     return decided
                 if self.step(w, promoted=True):
                     decided.add(w.gang.id)
+            if policy.owed_start_first:
+                self.start_owed(ordered[name], decided)
         return decided
+
+    def start_owed(self, items: list[GangWork], decided: set[str]) -> None:
+        """`owed_start_first`: the gangs of a queue below its deserved share that fit now and
+        within that share start, in the queue's order, before the queues after it plan their
+        starving gangs (see `Policy.owed_start_first`). A lone queue is owed nothing."""
+        if not items:
+            return
+        q = items[0].queue
+        if q.alloc_fair >= q.deserved or not self._others_want(q.name):
+            return
+        now, prep = self.now, self.prep
+        for w in items:
+            if q.alloc_fair >= q.deserved:
+                return
+            gid = w.gang.id
+            if gid in decided or q.alloc_fair + w.fair > q.deserved or w.waiting_for_pods:
+                continue
+            nb = w.gang.not_before
+            if (nb is not None and nb > now) or w.gpus > prep.capacity_gpu:
+                continue
+            if _over_limit(w, prep.index.pos):
+                continue
+            if self.try_now(w, now + w.duration).assignment is None:
+                continue
+            if self.step(w):
+                decided.add(gid)
+
+    def _others_short(self, me: str) -> bool:
+        """Whether a queue other than `me` holds less than its deserved share."""
+        return any(
+            q.alloc_fair < q.deserved
+            for name, q in self.prep.queues.items()
+            if name != me and not q.invalid
+        )
+
+    def _others_want(self, me: str) -> bool:
+        """Whether a queue other than `me` has demand (a share to compete with)."""
+        return any(q.demand > 0 for name, q in self.prep.queues.items() if name != me)
 
     def step(self, w: GangWork, promoted: bool = False) -> bool:
         """Decide one gang (see the module docstring, step 4); returns whether it was decided.
@@ -725,7 +772,12 @@ class Walk:
 
     def _caches(self) -> dict[str, Any]:
         c = self.c
-        return {"cache": c.plan_cache, "node_cache": c.node_cache, "plan_nodes": c.plan_nodes}
+        return {
+            "cache": c.plan_cache,
+            "node_cache": c.node_cache,
+            "plan_nodes": c.plan_nodes,
+            "least_idle": self.policy.reserve_least_idle,
+        }
 
     def plan(self, w: GangWork) -> Plan | None:
         self.c.depth_used += 1

@@ -296,6 +296,23 @@ class Policy:
     preempt (left to the walk, which evicts in fair-share order): the gangs of the queues after
     it in fair-share order get their reservations in the walk, after it. Off: they are planned
     before the walk and a queue owed its share reserves last (for measuring)."""
+    reserve_least_idle: bool = False
+    """Between places where a reservation starts equally early and equally well (the
+    topology objective's ties), take the leaves and nodes with the fewest GPUs free now: their
+    capacity is what the reservation holds idle until it starts (unless short gangs backfill
+    it), and the free capacity it leaves alone can start other gangs at once. Off: the lower
+    leaf and node index."""
+    reserve_borrowing_last: bool = False
+    """A starving gang that would take its queue beyond its deserved share is not planned
+    before the walk while another queue is below its own: it reserves in the walk, in its
+    queue's turn, after the gangs of the queues below their share were walked (a reservation
+    for borrowed capacity does not hold what another queue is owed). Off: every starving gang
+    is planned before the walk."""
+    owed_start_first: bool = False
+    """Before the walk, after each queue's starving gangs are planned (queues furthest below
+    their share first): that queue's gangs that fit now and within its deserved share start,
+    before the starving gangs of the queues after it reserve the capacity they could use. Off:
+    they start in the walk, after every queue's starving gangs were planned."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

@@ -125,6 +125,16 @@ class CapacityView:
         fewer free GPUs than one pod — from an index, or None to visit every leaf."""
         raise NotImplementedError
 
+    def leaf_idle(self, leaf: int) -> int:
+        """Tie-break between leaves that hold a gang equally well (lower first): 0 for a start
+        now; for a reservation, the GPUs of the leaf free *now* when `Policy.reserve_least_idle`
+        (capacity held idle until the reservation starts, unless short gangs backfill it)."""
+        return 0
+
+    def node_idle(self, n: int) -> int:
+        """`leaf_idle` for one node."""
+        return 0
+
 
 def compute_leaf_counts(
     view: CapacityView, shape: Shape, leaf: int
@@ -144,13 +154,15 @@ def compute_leaf_counts(
     return total, counts
 
 
-def _spread(counts: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+def _spread(view: CapacityView, counts: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
     """Choose how many pods go on which node: fewest nodes, then the tightest fitting node.
 
     Takes the largest node until one node alone can finish the job, then the *smallest* node that
     can: the count of nodes is minimal and large empty nodes are left for larger pods later.
+    Between nodes of equal count, the one the view calls least idle (`node_idle`) first.
     """
-    order = sorted(counts, key=lambda nc: (-nc[1], nc[0]))
+    idle = view.node_idle
+    order = sorted(counts, key=lambda nc: (-nc[1], idle(nc[0]), nc[0]))
     out: list[tuple[int, int]] = []
     remaining = k
     i = 0
@@ -182,12 +194,13 @@ def _choose_leaves(
     topo = view.topo
     # The tightest leaf that holds the gang alone: fewest pods, then fewest GPUs, then index
     # (the GPU figure is only read for the leaves with the fewest pods).
+    idle = view.leaf_idle
     least = min((c for _, c in caps if c >= k), default=0)
     if least:
         upper = view.leaf_upper_gpu
-        _, leaf = min((upper(leaf), leaf) for leaf, c in caps if c == least)
+        _, _, leaf = min((upper(leaf), idle(leaf), leaf) for leaf, c in caps if c == least)
         return [(leaf, k)]
-    desc = sorted(caps, key=lambda lc: (-lc[1], lc[0]))
+    desc = sorted(caps, key=lambda lc: (-lc[1], idle(lc[0]), lc[0]))
     m, acc = 0, 0
     for _, c in desc:
         m += 1
@@ -224,9 +237,9 @@ def _choose_leaves(
     remaining = k
     for i, (leaf, c) in enumerate(candidates):
         if c >= remaining:
-            # Tightest leaf that finishes the gang (ties: the lower leaf index).
-            best = min((c2, lf2) for lf2, c2 in candidates[i:] if c2 >= remaining)
-            out.append((best[1], remaining))
+            # Tightest leaf that finishes the gang (ties: the least idle, the lower index).
+            best = min((c2, idle(lf2), lf2) for lf2, c2 in candidates[i:] if c2 >= remaining)
+            out.append((best[2], remaining))
             return out
         out.append((leaf, c))
         remaining -= c
@@ -314,7 +327,7 @@ def _materialise(view: CapacityView, shape: Shape, chosen: list[tuple[int, int]]
     pods = iter(shape.pods)
     for leaf, count in chosen:
         _, counts = view.leaf_counts(shape, leaf)
-        for n, c in _spread(counts, count):
+        for n, c in _spread(view, counts, count):
             assignment.extend((next(pods), n) for _ in range(c))
     return Outcome(assignment, leaves=[leaf for leaf, _ in chosen], fit_pods=len(assignment))
 

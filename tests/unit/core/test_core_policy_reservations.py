@@ -418,3 +418,120 @@ def test_gangs_owed_their_share_reserve_beyond_the_per_queue_cap() -> None:
         "ns/a1": (NOW + 100, (N0,)),
         "ns/a2": (NOW + 200, (N1,)),
     }
+
+
+def _owed_and_starving() -> object:
+    """Two nodes; n00 runs `rb` of queue `b` (8 GPUs) until NOW + 100, n01 is free. Queue `b`
+    has `b1` pending (2 × 8 GPUs, limit 1,000 s, waited 5,000 s: starving); queue `a` has `a1`
+    (8 GPUs, limit 500 s, fresh). Demands a 8, b 24, equal weights: shares 8 and 8, so `a`
+    holds 0 of its 8 and `b` is at its share (not borrowing: nothing to reclaim)."""
+    run = [running("rb").queue("b").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 10).time_limit(500),
+        gang("b1").queue("b").pods(2).created(NOW - 5000).time_limit(1000),
+    ]
+    return snapshot(fabric(1, 1, 2), [queue("a"), queue("b")], run, pending)
+
+
+def test_a_queue_below_its_share_starts_before_the_next_queue_reserves() -> None:
+    """`_owed_and_starving`. Without `owed_start_first`, `b1` is planned before the walk and
+    holds n00 + n01 from NOW + 100, so `a1` (would run until NOW + 500) may not start on n01:
+    `a` stays at 0 of its share behind a reservation of a queue already at its own. With it,
+    `a`'s pass comes first (furthest below its share): `a1` starts on n01 now, and `b1`
+    reserves both nodes from NOW + 500, when `a1` reaches its limit."""
+    snap = _owed_and_starving()
+    base = Policy(reserve_after_limits=1.0, reserve_under_share=True)
+    before = schedule(snap, base, NOW)  # type: ignore[arg-type]
+    assert before.bindings == {}
+    assert before.reservations["ns/b1"].start == NOW + 100
+    assert before.gangs["ns/a1"].reason == Reason.WAITING_FOR_RESERVATION
+    assert "reserved for ns/b1" in before.gangs["ns/a1"].message
+    first = schedule(snap, replace(base, owed_start_first=True), NOW)  # type: ignore[arg-type]
+    assert dict(first.bindings) == {"ns/a1": {"a1-000": N1}}
+    assert first.reservations["ns/b1"].start == NOW + 500
+    assert set(first.reservations["ns/b1"].nodes) == {N0, N1}
+
+
+def test_owed_start_first_leaves_a_gang_beyond_its_queues_share_to_the_walk() -> None:
+    """`_owed_and_starving` with weights a 1, b 3: shares a 4, b 12 (of 16). `a1` (8 GPUs)
+    fits n01 now but not within `a`'s share of 4, so the pass does not start it: `b1` reserves
+    n00 + n01 from NOW + 100 as without the rule, and `a1` may not start beside it."""
+    run = [running("rb").queue("b").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 10).time_limit(500),
+        gang("b1").queue("b").pods(2).created(NOW - 5000).time_limit(1000),
+    ]
+    queues = [queue("a").weight(1), queue("b").weight(3)]
+    snap = snapshot(fabric(1, 1, 2), queues, run, pending)
+    policy = Policy(reserve_after_limits=1.0, reserve_under_share=True, owed_start_first=True)
+    r = schedule(snap, policy, NOW)
+    assert r.queues["a"].deserved["nvidia.com/gpu"] == 4
+    assert r.bindings == {}
+    assert r.reservations["ns/b1"].start == NOW + 100
+
+
+def test_owed_start_first_changes_nothing_for_a_lone_queue() -> None:
+    """`_two_nodes` with the starving `big`: one queue is owed nothing, so `long` (until
+    NOW + 500) still may not start on n01 beside `big`'s reservation from NOW + 100."""
+    policy, snap = _two_nodes(big_created=NOW - 3600)
+    r = schedule(snap, replace(policy, owed_start_first=True), NOW)  # type: ignore[arg-type]
+    assert r.bindings == {}
+    assert r.reservations["ns/big"].start == NOW + 100
+
+
+def test_a_reservation_beyond_its_queues_share_waits_for_the_queues_below_theirs() -> None:
+    """`_owed_and_starving`: `b1` (16 GPUs) would take `b` (holding 8, its share) to 24 of
+    8, so with `reserve_borrowing_last` it is not planned before the walk while `a` holds 0 of
+    its 8: the walk serves `a` first, `a1` starts on n01 now, and `b1` reserves n00 + n01 in
+    its turn, from NOW + 500 (`a1`'s limit). Without the rule: `b1` holds both nodes from
+    NOW + 100 and `a1` waits (first test above)."""
+    snap = _owed_and_starving()
+    policy = Policy(reserve_after_limits=1.0, reserve_under_share=True, reserve_borrowing_last=True)
+    r = schedule(snap, policy, NOW)  # type: ignore[arg-type]
+    assert dict(r.bindings) == {"ns/a1": {"a1-000": N1}}
+    assert r.reservations["ns/b1"].start == NOW + 500
+    assert r.gangs["ns/b1"].estimated_start == NOW + 500
+
+
+def test_a_reservation_beyond_its_share_is_planned_first_when_no_queue_is_short() -> None:
+    """n00 runs `ra` of queue `a` (priority 1, served first in the walk) until NOW + 100;
+    `a1` (8 GPUs, limit 500 s) and the starving `b1` (16 GPUs) pending. Demands a 16, b 16:
+    shares 8 and 8, so `a` holds its share and no queue but `b` is short: `b1` (beyond `b`'s
+    8) is planned before the walk as without the rule, holding n00 + n01 from NOW + 100, and
+    `a1` may not start on n01. (Left to the walk, `b1` would come after `a`'s turn.)"""
+    run = [running("ra").queue("a").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 10).time_limit(500),
+        gang("b1").queue("b").pods(2).created(NOW - 5000).time_limit(1000),
+    ]
+    snap = snapshot(fabric(1, 1, 2), [queue("a").priority(1), queue("b")], run, pending)
+    policy = Policy(reserve_after_limits=1.0, reserve_under_share=True, reserve_borrowing_last=True)
+    r = schedule(snap, policy, NOW)
+    assert r.queues["a"].deserved["nvidia.com/gpu"] == 8
+    assert r.bindings == {}
+    assert r.reservations["ns/b1"].start == NOW + 100
+
+
+def test_a_reservation_takes_the_nodes_busy_now_with_reserve_least_idle() -> None:
+    """Three nodes: n00 free, n01 and n02 run gangs until NOW + 100. `big` (2 × 8 GPUs,
+    starving) can start at NOW + 100 on any two of them, equally well (one leaf). By node
+    index it holds n00 + n01, so n00 stays idle until then and `small` (8 GPUs, limit 500 s:
+    would still run at NOW + 100) may not start there. With `reserve_least_idle` it holds
+    n01 + n02, the nodes busy now, and `small` starts on n00 at once."""
+    n2 = "s0-l0-n02"
+    run = [
+        running("r1").on(N1).started(NOW - 50).time_limit(150),
+        running("r2").on(n2).started(NOW - 50).time_limit(150),
+    ]
+    pending = [
+        gang("big").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("small").pods(1).created(NOW - 1).time_limit(500),
+    ]
+    snap = snapshot(fabric(1, 1, 3), running=run, pending=pending)
+    by_index = schedule(snap, BOUNDED, NOW)
+    assert set(by_index.reservations["ns/big"].nodes) == {N0, N1}
+    assert by_index.bindings == {}
+    idle = schedule(snap, replace(BOUNDED, reserve_least_idle=True), NOW)
+    assert idle.reservations["ns/big"].start == NOW + 100
+    assert set(idle.reservations["ns/big"].nodes) == {N1, n2}
+    assert dict(idle.bindings) == {"ns/small": {"small-000": N0}}

@@ -1,0 +1,158 @@
+"""Why a queue below its deserved share stays there: what holds back its pending gangs.
+
+    python -m phalanx.sim.starved --trace philly:bench/traces/philly-pollux/philly.csv \\
+        --shape medium --policy phalanx [--limit-jobs N] [--set FIELD=VALUE ...] [--top 5]
+
+The queue-share figure of `make bench-sim` (time below 90% of its own deserved share) says
+how long a queue was short, not why. This replay records, after every core cycle and for every
+queue below 90% of the deserved share the core computed, the verdict on the smallest of its
+pending gangs that fits within what it is owed (deserved − allocated), weighted by the time
+until the next cycle: the reason code, and for `WaitingForReservation` whether the holders of
+the capacity it would need belong to its own queue, to a queue within its share, or to one
+borrowing beyond it. That tells fragmentation (`InsufficientCapacity` with enough GPUs free),
+reservations of other queues, and the queue's own reservations apart. Used for `bench/SIM.md`
+(issue 19, "Philly, queue share").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from phalanx.core import CycleResult
+from phalanx.sim import engine
+from phalanx.sim.nodes import Cluster, load_cluster
+from phalanx.sim.policies import SimPolicy, get_policy, with_settings
+from phalanx.sim.queues import QueueSpec, queues_for_trace
+from phalanx.sim.traces import TraceJob, load_trace
+
+GPU = "nvidia.com/gpu"
+_HOLDERS = re.compile(r"reserved for (.+?)(?:;|$| \(| …)")
+
+
+@dataclass
+class Starved:
+    """Seconds below 90% of share per queue, split by what held its gang back."""
+
+    below_s: dict[str, float] = field(default_factory=dict)
+    why_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: (queue, category) of the previous cycle, charged with the time to the next one.
+    last: list[tuple[str, str]] = field(default_factory=list)
+    last_t: float | None = None
+
+
+class _Replay(engine.Replay):
+    starved: Starved
+
+    def _core_cycle(self, t_s: float) -> CycleResult | None:
+        result = super()._core_cycle(t_s)
+        s = self.starved
+        if s.last_t is not None and t_s > s.last_t:
+            held = t_s - s.last_t
+            for queue, why in s.last:
+                s.below_s[queue] = s.below_s.get(queue, 0.0) + held
+                whys = s.why_s.setdefault(queue, {})
+                whys[why] = whys.get(why, 0.0) + held
+        s.last, s.last_t = [], t_s
+        if result is None:
+            return result
+        over = {
+            name: q.allocated.get(GPU, 0) > q.deserved.get(GPU, 0)
+            for name, q in result.queues.items()
+        }
+        short: dict[str, int] = {}
+        for name, q in result.queues.items():
+            deserved, alloc = q.deserved.get(GPU, 0), q.allocated.get(GPU, 0)
+            if deserved > 0 and alloc < 0.9 * deserved:
+                short[name] = deserved - alloc
+        if not short:
+            return result
+        smallest: dict[str, tuple[int, str]] = {}
+        for gid in result.gangs:
+            sim = self.by_gang.get(gid)
+            if sim is None or gid in result.bindings:
+                continue
+            name = sim.gang.queue
+            owed = short.get(name)
+            if owed is None:
+                continue
+            gpus = sum(sim.pod_gpus)
+            if gpus <= owed and (name not in smallest or gpus < smallest[name][0]):
+                smallest[name] = (gpus, gid)
+        for name in short:
+            best = smallest.get(name)
+            if best is None:
+                s.last.append((name, "no pending gang fits what it is owed"))
+                continue
+            gpus, gid = best
+            d = result.gangs[gid]
+            why = f"{d.reason.value} ({_size(gpus)})"
+            if d.reason.value == "WaitingForReservation":
+                m = _HOLDERS.search(d.message)
+                if m:
+                    kinds = set()
+                    for holder in m.group(1).split(", "):
+                        hq = self.by_gang[holder].gang.queue if holder in self.by_gang else "?"
+                        kinds.add(
+                            "own queue"
+                            if hq == name
+                            else "borrowing"
+                            if over.get(hq)
+                            else "in share"
+                        )
+                    why += " held by " + "+".join(sorted(kinds))
+                elif "being freed" in d.message or "stopped" in d.message:
+                    why += " (reclaiming)"
+            s.last.append((name, why))
+        return result
+
+
+def _most(seconds: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _size(gpus: int) -> str:
+    return "1 GPU" if gpus == 1 else "2-8 GPUs" if gpus <= 8 else "9-32" if gpus <= 32 else "33+"
+
+
+def replay(
+    jobs: Sequence[TraceJob],
+    cluster: Cluster,
+    queues: Sequence[QueueSpec],
+    policy: SimPolicy,
+    cycle_interval_s: float = 60.0,
+) -> tuple[engine.SimResult, Starved]:
+    """`engine.simulate`, recording what held back each queue below its share."""
+    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented.starved = Starved()
+    return instrumented.run(), instrumented.starved
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--trace", required=True)
+    parser.add_argument("--shape", required=True)
+    parser.add_argument("--policy", default="phalanx")
+    parser.add_argument("--limit-jobs", type=int, default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    parser.add_argument("--top", type=int, default=5, help="queues to report, most time first")
+    args = parser.parse_args(argv)
+    settings = dict(s.split("=", 1) for s in args.set)
+    loaded = load_trace(args.trace)
+    cluster = load_cluster(args.shape)
+    jobs = loaded.jobs[: args.limit_jobs] if args.limit_jobs is not None else loaded.jobs
+    chosen = with_settings(get_policy(args.policy), settings)
+    result, starved = replay(jobs, cluster, queues_for_trace(loaded, cluster.total_gpus), chosen)
+    waits = [j.start_s - j.submit_s for j in result.completed]
+    print(f"mean wait {sum(waits) / max(1, len(waits)) / 3600:.2f} h")
+    for queue, total in _most(starved.below_s)[: args.top]:
+        print(f"{queue}: {total / 3600:.1f} h below 90% of its share")
+        for why, t in _most(starved.why_s[queue]):
+            print(f"  {t / total:6.1%}  {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

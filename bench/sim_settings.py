@@ -200,11 +200,11 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "a reservation takes, among equally good places, the leaves and nodes with the fewest "
         "GPUs free now (the least capacity held idle until it starts)",
     ),
-    "borrowing-last": (
+    "overused-last": (
         "phalanx",
         {"reserve_borrowing_last": "true"},
-        "a starving gang beyond its queue's share reserves in the walk, after the queues below "
-        "theirs, not before it",
+        "a starving gang of a queue already at its share reserves in the walk, after the queues "
+        "below theirs, not before it",
     ),
     "per-queue-1+owed-start-first": (
         "phalanx",

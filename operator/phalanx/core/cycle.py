@@ -451,7 +451,7 @@ class Walk:
                     continue
                 if (
                     policy.reserve_borrowing_last
-                    and q.alloc_fair + w.fair > q.deserved
+                    and q.alloc_fair >= q.deserved
                     and self._others_short(name)
                 ):
                     continue

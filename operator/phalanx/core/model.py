@@ -303,11 +303,13 @@ class Policy:
     it), and the free capacity it leaves alone can start other gangs at once. Off: the lower
     leaf and node index."""
     reserve_borrowing_last: bool = False
-    """A starving gang that would take its queue beyond its deserved share is not planned
-    before the walk while another queue is below its own: it reserves in the walk, in its
-    queue's turn, after the gangs of the queues below their share were walked (a reservation
-    for borrowed capacity does not hold what another queue is owed). Off: every starving gang
-    is planned before the walk."""
+    """A starving gang of a queue that already holds its deserved share (Volcano's
+    "overused": allocated ≥ deserved) is not planned before the walk while another queue is
+    below its own: it reserves in the walk, in its queue's turn, after the gangs of the queues
+    below their share were walked (a reservation for borrowed capacity does not hold what
+    another queue is owed). A queue below its share reserves first even for a gang larger
+    than what it is owed, or a queue whose share is smaller than its gangs would never run
+    one. Off: every starving gang is planned before the walk."""
     owed_start_first: bool = False
     """Before the walk, after each queue's starving gangs are planned (queues furthest below
     their share first): that queue's gangs that fit now and within its deserved share start,

@@ -40,6 +40,7 @@ from phalanx.k8s.status import (
     condition,
     evicted_mark,
     merge_conditions,
+    not_evicted,
     placement_body,
     pod_counts,
     rfc3339,
@@ -219,9 +220,7 @@ class Binder:
                 isinstance(c, Mapping) and c.get("type") == "Evicted" and c.get("status") == "True"
                 for c in previous.get("conditions") or []
             ):
-                record["conditions"] = merge_conditions(
-                    previous, [condition(previous, "Evicted", "False", "Running", "", now)]
-                )
+                record["conditions"] = merge_conditions(previous, [not_evicted(previous, now)])
             async with self._decision_slots:
                 await self.reporter.patch_group(gang, record)
             self.faults.after_record()
@@ -305,7 +304,7 @@ class Binder:
                     previous,
                     [
                         condition(previous, "Scheduled", "True", reason, message, now),
-                        condition(previous, "Evicted", "False", "Running", "", now),
+                        not_evicted(previous, now),
                     ],
                 ),
                 "pendingDetail": None,

@@ -61,6 +61,21 @@ def condition(
     }
 
 
+def not_evicted(previous: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """`Evicted=False` (reason `Running`) for a gang bound whole, with a message that says
+    why: bound again after an eviction (naming that eviction's reason), or never evicted in
+    this run. A message already written for this state is kept, so the status written after
+    the binds does not undo the one written before them."""
+    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Evicted"), None)
+    if old is not None and old.get("status") == "True":
+        message = f"bound again after its eviction ({old.get('reason') or 'Evicted'})"
+    elif old is not None and old.get("message"):
+        message = str(old["message"])
+    else:
+        message = "not evicted since it was bound"
+    return condition(previous, "Evicted", "False", "Running", message, now)
+
+
 def merge_conditions(
     previous: Mapping[str, Any], updated: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:

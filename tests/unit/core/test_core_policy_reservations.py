@@ -479,11 +479,11 @@ def test_owed_start_first_changes_nothing_for_a_lone_queue() -> None:
     assert r.reservations["ns/big"].start == NOW + 100
 
 
-def test_a_reservation_beyond_its_queues_share_waits_for_the_queues_below_theirs() -> None:
-    """`_owed_and_starving`: `b1` (16 GPUs) would take `b` (holding 8, its share) to 24 of
-    8, so with `reserve_borrowing_last` it is not planned before the walk while `a` holds 0 of
-    its 8: the walk serves `a` first, `a1` starts on n01 now, and `b1` reserves n00 + n01 in
-    its turn, from NOW + 500 (`a1`'s limit). Without the rule: `b1` holds both nodes from
+def test_a_reservation_of_a_queue_at_its_share_waits_for_the_queues_below_theirs() -> None:
+    """`_owed_and_starving`: `b` already holds its share (8 of 8), so with
+    `reserve_borrowing_last` `b1` is not planned before the walk while `a` holds 0 of its 8:
+    the walk serves `a` first, `a1` starts on n01 now, and `b1` reserves n00 + n01 in its
+    turn, from NOW + 500 (`a1`'s limit). Without the rule: `b1` holds both nodes from
     NOW + 100 and `a1` waits (first test above)."""
     snap = _owed_and_starving()
     policy = Policy(reserve_after_limits=1.0, reserve_under_share=True, reserve_borrowing_last=True)
@@ -493,21 +493,23 @@ def test_a_reservation_beyond_its_queues_share_waits_for_the_queues_below_theirs
     assert r.gangs["ns/b1"].estimated_start == NOW + 500
 
 
-def test_a_reservation_beyond_its_share_is_planned_first_when_no_queue_is_short() -> None:
-    """n00 runs `ra` of queue `a` (priority 1, served first in the walk) until NOW + 100;
-    `a1` (8 GPUs, limit 500 s) and the starving `b1` (16 GPUs) pending. Demands a 16, b 16:
-    shares 8 and 8, so `a` holds its share and no queue but `b` is short: `b1` (beyond `b`'s
-    8) is planned before the walk as without the rule, holding n00 + n01 from NOW + 100, and
-    `a1` may not start on n01. (Left to the walk, `b1` would come after `a`'s turn.)"""
+def test_a_queue_below_its_share_reserves_first_even_for_a_gang_beyond_it() -> None:
+    """n00 runs `ra` of queue `a` (weight 3, priority 1: served first in the walk) until
+    NOW + 100; `a1` (8 GPUs, limit 500 s) and the starving `b1` (16 GPUs) pending. Demands a 16,
+    b 16: shares a 12, b 4. `b1` would take `b` to 16 of its 4, but `b` holds 0: it is not
+    borrowing yet, so `b1` is planned before the walk (from NOW + 100, both nodes) and `a1` may
+    not start on n01. Deferring every gang beyond its queue's share instead left the queues
+    whose share is smaller than their gangs below it for 47% of their time on Philly."""
     run = [running("ra").queue("a").on(N0).started(NOW - 50).time_limit(150)]
     pending = [
         gang("a1").queue("a").pods(1).created(NOW - 10).time_limit(500),
         gang("b1").queue("b").pods(2).created(NOW - 5000).time_limit(1000),
     ]
-    snap = snapshot(fabric(1, 1, 2), [queue("a").priority(1), queue("b")], run, pending)
+    queues = [queue("a").weight(3).priority(1), queue("b")]
+    snap = snapshot(fabric(1, 1, 2), queues, run, pending)
     policy = Policy(reserve_after_limits=1.0, reserve_under_share=True, reserve_borrowing_last=True)
     r = schedule(snap, policy, NOW)
-    assert r.queues["a"].deserved["nvidia.com/gpu"] == 8
+    assert r.queues["b"].deserved["nvidia.com/gpu"] == 4
     assert r.bindings == {}
     assert r.reservations["ns/b1"].start == NOW + 100
 

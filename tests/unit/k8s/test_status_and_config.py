@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from phalanx.config import ConfigError, build_config, parse_topology
-from phalanx.k8s.status import condition, diff
+from phalanx.k8s.status import condition, diff, not_evicted
 
 
 def test_diff_names_only_changed_fields_and_nulls_removed_ones() -> None:
@@ -22,6 +22,22 @@ def test_condition_keeps_its_transition_time_until_status_or_reason_changes() ->
     assert same["lastTransitionTime"] == first["lastTransitionTime"]
     moved = condition(previous, "Scheduled", "True", "Scheduled", "bound", now=300)
     assert moved["lastTransitionTime"] != first["lastTransitionTime"]
+
+
+def test_evicted_false_says_why_in_its_message() -> None:
+    """A gang bound whole gets `Evicted=False/Running` with a message: after an eviction it
+    names that eviction's reason (and the transition is now); a later write keeps it; a gang
+    never evicted says so."""
+    evicted = {
+        "conditions": [condition({}, "Evicted", "True", "Reclaimed", "reclaimed for q/b", 100.0)]
+    }
+    again = not_evicted(evicted, 200.0)
+    assert (again["status"], again["reason"]) == ("False", "Running")
+    assert again["message"] == "bound again after its eviction (Reclaimed)"
+    assert again["lastTransitionTime"] == "1970-01-01T00:03:20Z"
+    kept = not_evicted({"conditions": [again]}, 300.0)
+    assert kept == again
+    assert not_evicted({}, 300.0)["message"] == "not evicted since it was bound"
 
 
 def test_config_defaults_make_the_documented_policy() -> None:

@@ -190,6 +190,14 @@ def run(
             "starts before the order: its reservation is honoured (0: off).",
         ),
     ] = 1.0,
+    reserve_least_idle: Annotated[
+        bool,
+        typer.Option(
+            envvar=_env("reserve-least-idle"),
+            help="Between equally good places for a reservation, take the nodes with the fewest "
+            "GPUs free now (the least capacity held idle until it starts).",
+        ),
+    ] = True,
     bind_concurrency: Annotated[
         int,
         typer.Option(envvar=_env("bind-concurrency"), help="Binding calls in flight at once."),
@@ -338,6 +346,7 @@ def run(
         reserve_under_share=reserve_under_share,
         backfill_depth_per_queue=backfill_depth_per_queue,
         start_starving_leaves=start_starving_leaves,
+        reserve_least_idle=reserve_least_idle,
         bind_concurrency=bind_concurrency,
         bind_deadline_s=bind_deadline,
         eviction_grace_s=eviction_grace,

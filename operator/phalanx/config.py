@@ -110,6 +110,9 @@ class OperatorConfig(BaseModel):
     start_starving_leaves: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """A starving gang of at least this many leaves' worth of nodes that fits now starts
     before the order: its binding reservation is honoured (0: off)."""
+    reserve_least_idle: bool = True
+    """Between equally good places for a reservation, take the nodes with the fewest GPUs
+    free now (the least capacity held idle until it starts)."""
 
     @field_validator("topology_levels")
     @classmethod
@@ -154,6 +157,7 @@ class OperatorConfig(BaseModel):
             reserve_under_share=self.reserve_under_share,
             backfill_depth_per_queue=self.backfill_depth_per_queue,
             start_starving_leaves=self.start_starving_leaves,
+            reserve_least_idle=self.reserve_least_idle,
             phantom_grace=self.phantom_grace_seconds,
         )
 
@@ -197,6 +201,7 @@ _FLAG_FIELDS = {
     "reserve_under_share": "--reserve-under-share",
     "backfill_depth_per_queue": "--backfill-depth-per-queue",
     "start_starving_leaves": "--start-starving-leaves",
+    "reserve_least_idle": "--reserve-least-idle",
 }
 """The order and reservation settings by the flag that sets them (errors name the flag)."""
 

@@ -111,7 +111,7 @@ POLICIES: dict[str, SimPolicy] = {
             "phalanx",
             "the operator's defaults: gangs, fair-share queues with 7-day usage decay, reclaim, "
             "preemption, multifactor order with a work term, time-limit backfill with "
-            "starvation-bounded reservations",
+            "starvation-bounded reservations placed where they hold the least capacity idle",
             core=shipped_policy(),
             queues=True,
             usage_decay=True,

@@ -21,6 +21,7 @@ def test_defaults_are_the_shipped_policy() -> None:
     policy = OperatorConfig().to_policy()
     assert (policy.age_weight, policy.size_weight, policy.work_weight) == (1.0, 0.0, 1.0)
     assert (policy.start_starving_leaves, policy.charge_promised) == (1.0, True)
+    assert policy.reserve_least_idle
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 
@@ -71,6 +72,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
             "PHALANX_RESERVE_AFTER": "3600",
             "PHALANX_RESERVE_UNDER_SHARE": "false",
             "PHALANX_START_STARVING_LEAVES": "0.5",
+            "PHALANX_RESERVE_LEAST_IDLE": "false",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -79,6 +81,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     assert (policy.work_weight, policy.backfill_depth_per_queue) == (2.5, 3)
     assert (policy.reserve_after_s, policy.reserve_under_share) == (3600.0, False)
     assert policy.start_starving_leaves == 0.5
+    assert not policy.reserve_least_idle
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

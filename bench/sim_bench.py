@@ -482,7 +482,9 @@ NOTES = """## How to read this, and what it assumes
   fields were added to their configurations at the values the old code ran (no work term, no
   bound, every gang may reserve, no honoured reservations, and the reclaim accounting before
   the churn fix: `charge_promised` off, which `phalanx.sim.policies` keeps for them so their
-  recorded replays are still what this code runs). Checked by replaying `volcano` and
+  recorded replays are still what this code runs; the third round's `owed_start_first`,
+  `reserve_borrowing_last` and `reserve_least_idle` are off in them, as the code they ran had
+  none of them). Checked by replaying `volcano` and
   `phalanx-conservative` on ITP cluster02 with the new code: every figure identical. On the
   ITP traces (one queue, no reclaim) the churn fix changes nothing; on Philly `volcano` and
   `phalanx-conservative` are the replays with the old accounting (their 10,255 and 10,913

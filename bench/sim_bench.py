@@ -976,10 +976,23 @@ def main(argv: list[str] | None = None) -> int:
     kept = _previous(args.json) if args.reuse else {}
     todo = [r for r in runs() if not args.only or r[0] in args.only]
     results: dict[str, dict[str, dict[str, Any]]] = {label: {} for label, *_ in runs()}
+    stale: list[str] = []
     for label, by_policy in kept.items():
         for policy, summary in by_policy.items():
             if label in results and _matches(summary, label, policy, args):
                 results[label][policy] = summary
+            elif label in results:
+                stale.append(f"{label}/{policy}")
+    if stale:
+        # Said out loud: with --policy they are not replayed, and the files written below no
+        # longer hold them (a core Policy field added since they ran changes the configuration
+        # they are matched by: add it to their recorded `policy_config` at the value they ran).
+        print(
+            f"sim_bench: {len(stale)} recorded replays no longer match this code's configuration "
+            f"and are dropped: {', '.join(stale)}",
+            file=sys.stderr,
+            flush=True,
+        )
     for path in args.merge:
         # Taken as given (the caller vouches for them): a results file of this script, or one
         # `phalanx simulate --json` summary with a `label` added.

@@ -376,9 +376,14 @@ def test_the_views_work_as_the_kubectl_plugin(cluster: Cluster, phalanx_api: Any
         done = plugin("explain", "early", "-n", ns, "-o", "json")
         assert done.returncode == 0, done.stderr
         out: dict[str, Any] = json.loads(done.stdout)
-        return out if out["reason"] == "WaitingForPods" else None
+        # The pod is created just after its PodGroup: a first status may say "0 of 3" (true
+        # when written); the count is refreshed with the next report.
+        seen = out["reason"] == "WaitingForPods" and out["message"].startswith("1 of 3")
+        return out if seen else None
 
-    out = wait_for(waiting, timeout=30, interval=1, what="`early` to wait for its pods")
+    out = wait_for(
+        waiting, timeout=30, interval=1, what="`early` to wait for its pods, 1 of 3 there"
+    )
     assert out["message"].startswith("1 of 3 pods exist")
     assert out["wouldStart"][0] == (
         f"needs 2 more pod(s) labelled phalanx.dev/pod-group=early in namespace {ns} (1 of 3 exist)"

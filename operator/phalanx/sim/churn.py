@@ -14,17 +14,16 @@ evictions of one gang. Used for `bench/SIM.md` ("Reclaim churn").
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from phalanx.core import CycleResult
-from phalanx.sim import engine
-from phalanx.sim.nodes import Cluster, load_cluster
-from phalanx.sim.policies import SimPolicy, get_policy, with_settings
-from phalanx.sim.queues import QueueSpec, queues_for_trace
-from phalanx.sim.traces import TraceJob, load_trace
+from phalanx.sim import engine, replay_cli
+from phalanx.sim.nodes import Cluster
+from phalanx.sim.policies import SimPolicy
+from phalanx.sim.queues import QueueSpec
+from phalanx.sim.traces import TraceJob
 
 
 @dataclass
@@ -75,11 +74,7 @@ def measure(
     trace: str, shape: str, policy: str, limit_jobs: int | None, settings: dict[str, str]
 ) -> tuple[engine.SimResult, Churn]:
     """Replay a trace with 60 s cycles, as `make bench-sim` does, recording every eviction."""
-    loaded = load_trace(trace)
-    cluster = load_cluster(shape)
-    jobs = loaded.jobs[:limit_jobs] if limit_jobs is not None else loaded.jobs
-    chosen = with_settings(get_policy(policy), settings)
-    return replay(jobs, cluster, queues_for_trace(loaded, cluster.total_gpus), chosen)
+    return replay(*replay_cli.inputs(trace, shape, policy, limit_jobs, settings))
 
 
 def report(result: engine.SimResult, churn: Churn) -> list[str]:
@@ -107,14 +102,8 @@ def report(result: engine.SimResult, churn: Churn) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--trace", required=True)
-    parser.add_argument("--shape", required=True)
-    parser.add_argument("--policy", default="phalanx")
-    parser.add_argument("--limit-jobs", type=int, default=None)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    args = parser.parse_args(argv)
-    settings = dict(s.split("=", 1) for s in args.set)
+    args = replay_cli.parser(__doc__).parse_args(argv)
+    settings = replay_cli.settings_of(args)
     result, churn = measure(args.trace, args.shape, args.policy, args.limit_jobs, settings)
     for line in report(result, churn):
         print(line)

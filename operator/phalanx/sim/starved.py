@@ -16,17 +16,16 @@ reservations of other queues, and the queue's own reservations apart. Used for `
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from phalanx.core import CycleResult
-from phalanx.sim import engine
-from phalanx.sim.nodes import Cluster, load_cluster
-from phalanx.sim.policies import SimPolicy, get_policy, with_settings
-from phalanx.sim.queues import QueueSpec, queues_for_trace
-from phalanx.sim.traces import TraceJob, load_trace
+from phalanx.sim import engine, replay_cli
+from phalanx.sim.nodes import Cluster
+from phalanx.sim.policies import SimPolicy
+from phalanx.sim.queues import QueueSpec
+from phalanx.sim.traces import TraceJob
 
 GPU = "nvidia.com/gpu"
 _HOLDERS = re.compile(r"reserved for (.+?)(?:;|$| \(| …)")
@@ -131,20 +130,13 @@ def replay(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--trace", required=True)
-    parser.add_argument("--shape", required=True)
-    parser.add_argument("--policy", default="phalanx")
-    parser.add_argument("--limit-jobs", type=int, default=None)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    parser = replay_cli.parser(__doc__)
     parser.add_argument("--top", type=int, default=5, help="queues to report, most time first")
     args = parser.parse_args(argv)
-    settings = dict(s.split("=", 1) for s in args.set)
-    loaded = load_trace(args.trace)
-    cluster = load_cluster(args.shape)
-    jobs = loaded.jobs[: args.limit_jobs] if args.limit_jobs is not None else loaded.jobs
-    chosen = with_settings(get_policy(args.policy), settings)
-    result, starved = replay(jobs, cluster, queues_for_trace(loaded, cluster.total_gpus), chosen)
+    settings = replay_cli.settings_of(args)
+    result, starved = replay(
+        *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings)
+    )
     waits = [j.start_s - j.submit_s for j in result.completed]
     print(f"mean wait {sum(waits) / max(1, len(waits)) / 3600:.2f} h")
     for queue, total in _most(starved.below_s)[: args.top]:

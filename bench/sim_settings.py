@@ -216,6 +216,30 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"backfill_depth_per_queue": "1", "reserve_least_idle": "true"},
         "one binding reservation per queue, placed where the least capacity is held idle",
     ),
+    # -- the fourth round (session 11)
+    "align-ends": (
+        "phalanx",
+        {"align_ends": "true"},
+        "a gang starting now goes, between nodes that hold it equally well, where it ends "
+        "(by its time limit) before the pods already there end by theirs: nodes come back whole",
+    ),
+    "per-queue-1+align-ends": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "align_ends": "true"},
+        "one binding reservation per queue, and end-time alignment",
+    ),
+    "charge-reservations": (
+        "phalanx",
+        {"charge_reservations": "true"},
+        "a queue's binding reservations count toward its share within the cycle: in the walk's "
+        "queue order, and for whether its next gang is still owed (a queue owed 14 GPUs "
+        "reserves for 14, not for every gang that fits within 14 alone)",
+    ),
+    "charge-reservations+align-ends": (
+        "phalanx",
+        {"charge_reservations": "true", "align_ends": "true"},
+        "the two of the fourth round together",
+    ),
     "per-queue-1+owed-start-first+least-idle": (
         "phalanx",
         {

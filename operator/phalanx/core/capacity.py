@@ -146,6 +146,11 @@ class ClusterState:
                 self.capped_hist[leaf][v] = self.capped_hist[leaf].get(v, 0) + 1
         self.capped_total = sum(self.capped_leaf_gpu)
         self._capped_pods: dict[int, list[int]] = {}
+        #: GPUs per node taken by running gangs without a time limit: they never come back, so
+        #: the node stays busy for good (`busy_until`).
+        self.unlimited_gpu = [0] * len(free)
+        #: `Policy.align_ends`: start-now placement breaks its ties by `busy_until`.
+        self.align_ends = False
         #: Free GPUs minus holds at now, kept up to date once `track_held_now` is called.
         self.held_now: HeldNow | None = None
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.
@@ -211,6 +216,14 @@ class ClusterState:
             self.due.refresh(n)
         if self.held_now is not None:
             self.held_now.refresh(n)
+
+    def busy_until(self, n: int) -> float:
+        """When the last of node n's running pods ends by its time limit: `inf` if one has no
+        limit, `-inf` if nothing runs there (or all of it is being evicted already)."""
+        if self.unlimited_gpu[n] > 0:
+            return math.inf
+        rel = self.releases[n]
+        return rel[-1].time if rel else -math.inf
 
     # -- free capacity now ---------------------------------------------------------------------
 

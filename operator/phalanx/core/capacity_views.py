@@ -30,6 +30,10 @@ LeafCache = dict[tuple[float, ...], tuple[int, int, list[tuple[int, int]], list[
 NodeCache = dict[tuple[int, int, int, int], int]
 
 
+_FOREVER = 1 << 62
+"""`NowView.node_idle` of a gang without a time limit on a node that would otherwise free."""
+
+
 def recount(
     view: CapacityView,
     shape: Shape,
@@ -89,6 +93,21 @@ class NowView(CapacityView):
 
     def leaf_upper_gpu(self, leaf: int) -> int:
         return self.state.leaf_gpu[leaf]
+
+    def node_idle(self, n: int) -> int:
+        """`Policy.align_ends`: how long the gang would keep node n busy beyond the pods
+        already running there (by their time limits), in seconds; 0 when it ends before they
+        do. A node whose pods end together comes back whole, for a gang of a node's size."""
+        st = self.state
+        if not st.align_ends:
+            return 0
+        until = st.busy_until(n)
+        end = self.end
+        if end <= until:
+            return 0
+        if end == math.inf:
+            return _FOREVER
+        return int(min(end - max(until, self.now), _FOREVER - 1))
 
     def node_capacity(self, n: int) -> list[int]:
         st = self.state

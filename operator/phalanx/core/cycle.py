@@ -94,6 +94,8 @@ class _Cycle:
     first_reserved: str | None = None
     #: Binding reservations made this cycle per queue (for `backfill_depth_per_queue`).
     reserved_in: dict[str, int] = field(default_factory=dict)
+    #: Fair-share units (GPUs) of those reservations per queue (`Policy.charge_reservations`).
+    reserved_fair: dict[str, int] = field(default_factory=dict)
     #: Why a gang within the depth holds no binding reservation (for its message).
     unreserved: dict[str, str] = field(default_factory=dict)
     #: Those gangs, explained after the walk: their non-binding ETA is planned on what the
@@ -161,6 +163,7 @@ class Walk:
         self.policy = policy
         self.now = now
         self.state = prep.state
+        self.state.align_ends = policy.align_ends
         #: Eviction candidates in preference order, sorted once when first needed.
         self._reclaim_order: list[RunState] | None = None
         self._preempt_order: dict[str, list[RunState]] | None = None
@@ -217,6 +220,8 @@ class Walk:
             self.state.change(n, vec, -1)
             if end < math.inf:
                 self.state.add_release(end, n, vec, w.gang.id)
+            else:
+                self.state.unlimited_gpu[n] += vec[0]
         self._charge(w.queue, w.total, w.fair)
 
     def _charge(self, q: QueueState, total: list[int], fair: int) -> None:
@@ -268,6 +273,8 @@ class Walk:
             self.state.drop_releases(v.gang.id, [n for n, _ in v.nodes])
             for n, vec in v.nodes:
                 self.state.add_release(self.now, n, vec, v.gang.id)
+                if v.end == math.inf:
+                    self.state.unlimited_gpu[n] -= vec[0]
                 for i, x in enumerate(vec):
                     total[i] += x
             if q is not None:
@@ -399,7 +406,8 @@ class Walk:
                 if cursor[name] < len(items):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
-                    key = queue_key(q.queue.priority, q.alloc_fair, q.deserved, weight, name)
+                    alloc = q.alloc_fair + self.c.reserved_fair.get(name, 0)
+                    key = queue_key(q.queue.priority, alloc, q.deserved, weight, name)
                     if best is None or key < best[0]:
                         best = (key, name)
             if best is None:
@@ -626,6 +634,9 @@ class Walk:
                     self.hold(w, chosen.outcome.assignment, chosen.start)
                     if not self._cap_exempt(w):
                         c.reserved_in[w.queue.name] = c.reserved_in.get(w.queue.name, 0) + 1
+                    if self.policy.charge_reservations:
+                        name = w.queue.name
+                        c.reserved_fair[name] = c.reserved_fair.get(name, 0) + w.fair
             else:
                 c.unreserved[gid] = why
                 c.depth_used += 1
@@ -717,7 +728,21 @@ class Walk:
         return self.policy.owed_uncapped and self._owed_reserve(w)
 
     def _owed_reserve(self, w: GangWork) -> bool:
-        return self.policy.reserve_under_share and self._may_reserve(w) and self._owed(w)
+        return (
+            self.policy.reserve_under_share
+            and self._may_reserve(w)
+            and self._owed(w)
+            and self._owed_room(w)
+        )
+
+    def _owed_room(self, w: GangWork) -> bool:
+        """`charge_reservations`: whether `w` still fits within its queue's deserved share
+        counting the binding reservations the queue got this cycle: a queue is owed its share,
+        not a reservation for every gang that fits within it alone."""
+        if not self.policy.charge_reservations:
+            return True
+        q = w.queue
+        return q.alloc_fair + self.c.reserved_fair.get(q.name, 0) + w.fair <= q.deserved
 
     def _owed(self, w: GangWork) -> bool:
         """Whether `w` fits within its queue's deserved share while another queue borrows
@@ -748,7 +773,14 @@ class Walk:
         if wait >= bound:
             return ""
         if p.reserve_under_share and self._owed(w):
-            return ""
+            if self._owed_room(w):
+                return ""
+            return (
+                f"queue {q.name} is owed {q.deserved - q.alloc_fair} of its deserved "
+                f"{q.deserved} and its reservations hold {self.c.reserved_fair.get(q.name, 0)} "
+                f"of that already, no room for {w.fair} more, so it holds no reservation "
+                "before its starvation bound and smaller gangs may start beside it"
+            )
         return (
             f"waited {_hours(wait)} of its {_hours(bound)} starvation bound, so it holds no "
             "reservation yet and smaller gangs may start beside it"
@@ -1023,6 +1055,8 @@ class Walk:
                     st.change(n, shape.vec, -1)
                     if end < math.inf:
                         st.add_release(end, n, list(shape.vec), gid)
+                    else:
+                        st.unlimited_gpu[n] += shape.vec[0]
                     if queue is not None:
                         self._charge(queue, shape.vec, shape.vec[self.prep.fair_pos])
                     placed.append((member.pod, n))

@@ -302,6 +302,19 @@ class Policy:
     capacity is what the reservation holds idle until it starts (unless short gangs backfill
     it), and the free capacity it leaves alone can start other gangs at once. Off: the lower
     leaf and node index."""
+    charge_reservations: bool = False
+    """Within a cycle, the binding reservations a queue gets count toward its share: in the
+    walk's queue order (a queue that reserved is served after the queues now further below
+    their share) and for whether its next gang is still owed (`reserve_under_share`: together,
+    not each alone, its owed reservations fit within deserved − allocated). Off: a queue below
+    its share reserved for every gang that fit within what it was owed alone, and kept its
+    turn in the walk until all of them had (for measuring)."""
+    align_ends: bool = False
+    """Between nodes that hold a gang starting now equally well (the same count of its pods
+    fits), take the one where it ends, by its time limit, before the pods already running
+    there end by theirs, else the one it keeps busy the least beyond them: the node's GPUs then
+    come back together, as a whole node for a gang of a node's size, instead of one GPU at a
+    time (end-time alignment). Off: the lower node index."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's
     "overused": allocated ≥ deserved) is not planned before the walk while another queue is

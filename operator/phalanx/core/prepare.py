@@ -258,6 +258,10 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     state = ClusterState(topo, free, usable)
     for t, n, vec, gid in sorted(releases, key=lambda r: (r[0], r[1], r[3])):
         state.add_release(t, n, vec, gid)
+    for rs in running:
+        if rs.end == math.inf and not rs.gang.evicting and not rs.evicted:
+            for n, vec in rs.nodes:
+                state.unlimited_gpu[n] += vec[0]
 
     # Pending gangs: validate, group identical members into shapes.
     feasible_cache: dict[Signature, Feasible] = {}

@@ -228,17 +228,18 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"backfill_depth_per_queue": "1", "align_ends": "true"},
         "one binding reservation per queue, and end-time alignment",
     ),
+    "charge-reservations+walk-order": (
+        "phalanx",
+        {"charge_reservations": "true", "reservations_in_walk_order": "true"},
+        "a queue's binding reservations count toward its share within the cycle: for whether "
+        "its next gang is still owed (a queue owed 14 GPUs reserves for 14, not for every gang "
+        "that fits within 14 alone), and in the walk's queue order",
+    ),
     "charge-reservations": (
         "phalanx",
         {"charge_reservations": "true"},
-        "a queue's binding reservations count toward its share within the cycle: in the walk's "
-        "queue order, and for whether its next gang is still owed (a queue owed 14 GPUs "
-        "reserves for 14, not for every gang that fits within 14 alone)",
-    ),
-    "charge-reservations+align-ends": (
-        "phalanx",
-        {"charge_reservations": "true", "align_ends": "true"},
-        "the two of the fourth round together",
+        "a queue's binding reservations count toward what it is owed within the cycle (not in "
+        "the walk's order): its owed reservations together fit within its share",
     ),
     "per-queue-1+owed-start-first+least-idle": (
         "phalanx",

@@ -406,7 +406,9 @@ class Walk:
                 if cursor[name] < len(items):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
-                    alloc = q.alloc_fair + self.c.reserved_fair.get(name, 0)
+                    alloc = q.alloc_fair
+                    if policy.reservations_in_walk_order:
+                        alloc += self.c.reserved_fair.get(name, 0)
                     key = queue_key(q.queue.priority, alloc, q.deserved, weight, name)
                     if best is None or key < best[0]:
                         best = (key, name)

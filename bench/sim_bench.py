@@ -360,6 +360,35 @@ below its share: the capacity that serves the short queues' small gangs sooner i
 the starving gangs of the queue with the largest gangs were draining, so that queue falls
 below its share for longer. The placement rule is the only one that lowered both.
 
+**Fourth round (2026-12-01, 20:25–22:35 UTC): four more settings, none shipped.** Philly on the
+compiled core against the third round's default (mean 7.19 h, utilisation 78.07%, p95 17.6 h,
+largest 28.3 h, worst queue 25.9%):
+
+- **One reservation per queue with rule 5** (`per-queue-1+least-idle`, the setting that meets
+  every cluster04 goal): Philly mean 6.21 h (−33%), p95 16.2 h, largest 49.9 h (−55%),
+  utilisation 77.42% (−0.47), but the worst queue 46.1% (`ee9e8c`), as in the second round.
+- **End-time alignment** (`align-ends`, `align_ends`; unit test): a gang starting now goes,
+  between nodes that hold it equally well, where it ends by its limit before the pods already
+  there end by theirs, so nodes come back whole for the single-node 2–8-GPU gangs whose
+  `InsufficientCapacity` was 27% of `ee9e8c`'s time below its share. Philly worse on every
+  figure (mean 7.38 h, utilisation 77.83%, worst queue 27.9%, largest 34.8 h); cluster04 mean
+  11.05 h (−19.4%), p95 35.67 h (met), utilisation 96.14%; cluster02 mean 4.82 h (worse);
+  cluster03 identical. Time limits round up (30 min … 30 d), so "ends before" is coarse.
+- **A queue is owed its share, not a reservation per gang** (`charge-reservations`,
+  `charge_reservations`; unit test): rule 3 gave every gang that fitted within what its queue
+  was owed *alone* a binding reservation (a queue owed 14 GPUs held 24); counted together:
+  Philly mean 7.26 h (−22%), utilisation 77.83%, p95 17.9 h, largest 30.4 h, worst queue
+  27.1%; no change on the single-queue ITP traces (cluster02 identical). Counting the
+  reservations in the walk's queue order as well (`charge-reservations+walk-order`):
+  utilisation 78.32% (+0.43) but mean 7.87 h, worst queue 33.0% (`ee9e8c`; `925e2b` 27.0%)
+  and 126,121 reclaims against 7,028–7,304: a queue that reserved is walked after the ones now
+  further below their share, whose gangs then start on capacity the walk later reclaims.
+
+The pattern of the third round holds: nothing measured lowers `ee9e8c`'s time below its share
+without raising another figure; its 2–8-GPU jobs run for ~44 h on average (210,893 GPU-h in
+795 jobs), so any reservation of another queue within the next two days blocks them, and a
+share of ~93 GPUs is about fifteen such jobs: two missing put it below 90%.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
@@ -428,7 +457,8 @@ measured, with why):
   against 68.6 h), single-node gangs whose wait is the wait for a whole node to free. One
   reservation per queue meets it (6.20 h, −33%; 2–8 GPUs 50.3 h) at the share goal's cost.
 - **Philly, queue share**: 25.9% with rule 5 (`ee9e8c`; then `23dbec` 19.5%, `2869ce` 18.4%);
-  what holds it there, and three mechanisms that made it worse, in the third round above.
+  what holds it there, and three mechanisms that made it worse, in the third round above; four
+  more in the fourth round (27.1–46.1%).
   Before rule 5: the worst queue (`ee9e8c`, the VC of all nine 33+-GPU gangs) is
   below 90% of its own deserved share for 27.9% of its demand time (before 27.5%, `volcano`
   39.5%, `phalanx-conservative` 51.7%; goal ≤ 15%); the next queues are 2869ce 19.6% and

@@ -187,14 +187,21 @@ def test_a_class_the_queue_does_not_allow_waits_invalid(
     try:
         _submit(cluster, custom, ns, "vip", 1, queue=f"strict-{ns}", priority_class=f"vip-{ns}")
         _submit(cluster, custom, ns, "ok", 1, queue=f"strict-{ns}", priority_class=f"ok-{ns}")
+        # The operator may decide the gang before its informer has seen the class just created
+        # ("does not exist", true of what it had read): wait for the verdict once it has, the
+        # one this test is about.
+        rule = f"'vip-{ns}' is not allowed in queue strict-{ns}"
         cond = wait_for(
             lambda: (
-                (s := scheduled(group_status(custom, ns, "vip"))) and s["reason"] == "Invalid" and s
+                (s := scheduled(group_status(custom, ns, "vip")))
+                and s["reason"] == "Invalid"
+                and rule in s["message"]
+                and s
             ),
             timeout=30,
-            what="a gang naming a class its queue does not allow to wait Invalid",
+            what=f"a gang naming a class its queue does not allow to wait Invalid ({rule})",
         )
-        assert f"'vip-{ns}' is not allowed in queue strict-{ns}" in cond["message"], cond
+        assert cond["status"] == "False", cond
         wait_for(
             lambda: all(nodes_of(cluster, ns, "ok").values()),
             timeout=30,

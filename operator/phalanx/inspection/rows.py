@@ -419,9 +419,18 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     if eta is not None:
         wait = (eta - now).total_seconds()
         when = "now" if wait <= 0 else f"in {format_duration(wait)}"
-        ending = _ENDING.search(_str(scheduled.get("message") if scheduled else None) or "")
+        said = _str(scheduled.get("message") if scheduled else None) or ""
+        ending = _ENDING.search(said)
+        # A gang short of its starvation bound gets an ETA from the same plan that holds
+        # nothing ("(not binding)" in its message): calling it a reservation would promise a
+        # start that smaller gangs may still push back.
+        held = (
+            "expected, not binding: it holds no reservation yet"
+            if "(not binding)" in said
+            else "its reservation"
+        )
         hints.append(
-            f"starts at {eta.strftime('%Y-%m-%dT%H:%M:%SZ')} ({when}), its reservation"
+            f"starts at {eta.strftime('%Y-%m-%dT%H:%M:%SZ')} ({when}), {held}"
             + (f", when {ending.group(1)}" if ending else "")
         )
     elif reason in _PLANNED:

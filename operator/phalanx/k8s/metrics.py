@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from phalanx.config import ConfigError
+
 _WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -78,5 +80,12 @@ class Metrics:
         )
 
     def serve(self, port: int) -> None:
+        """Serve /metrics on `port` (0: not at all); a port that cannot be bound is a bad
+        setting, said in one line naming the flag, not a traceback from the socket layer."""
         if port:
-            start_http_server(port, addr="0.0.0.0", registry=self.registry)
+            try:
+                start_http_server(port, addr="0.0.0.0", registry=self.registry)
+            except OSError as exc:
+                raise ConfigError(
+                    f"--metrics-port {port}: cannot listen on 0.0.0.0:{port}: {exc.strerror}"
+                ) from exc

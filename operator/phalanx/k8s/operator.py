@@ -27,7 +27,7 @@ from typing import Any
 
 import kopf
 
-from phalanx.config import OperatorConfig
+from phalanx.config import ConfigError, OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
 from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
@@ -408,6 +408,21 @@ def core_build() -> str:
     return "compiled (mypyc)" if compiled else "pure Python"
 
 
+def check_port_free(flag: str, port: int) -> None:
+    """Refuse at start a port kopf's liveness server could not bind (it would otherwise fail
+    inside kopf, after the informers started, as a traceback). 0: not served."""
+    if not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError as exc:
+            raise ConfigError(
+                f"{flag} {port}: cannot listen on 0.0.0.0:{port}: {exc.strerror}"
+            ) from exc
+
+
 async def run_operator(
     config: OperatorConfig,
     kubeconfig: str | None = None,
@@ -415,11 +430,13 @@ async def run_operator(
 ) -> None:
     """Run until stopped: kopf, the scheduler loop, metrics, and (optionally) the elector."""
     log.info("scheduling core: %s", core_build())
+    # The ports first: one that is taken is a one-line error before anything connects.
+    metrics = Metrics()
+    metrics.serve(config.metrics_port)
+    check_port_free("--health-port", config.health_port)
     # Room for every bind in flight plus status writes, evictions and the lease.
     api_client = await connect(kubeconfig, pool=config.bind_concurrency + 32)
     api = Api(api_client, component=config.scheduler_name)
-    metrics = Metrics()
-    metrics.serve(config.metrics_port)
     identity = f"{socket.gethostname()}-{os.getpid()}"
     leader: LeaderGate = AlwaysLeader()
     tasks: list[asyncio.Task[Any]] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from datetime import timedelta
@@ -188,6 +189,22 @@ def test_explain_gives_reason_message_and_the_pending_detail_and_what_would_star
         "starts at 2026-11-30T05:09:00Z (in 9m), its reservation, when 1 running gang ends"
     )
     json.dumps(out)  # serialisable as is
+
+
+def test_explain_of_an_eta_that_holds_nothing_does_not_call_it_a_reservation() -> None:
+    """A gang short of its starvation bound gets an ETA from a plan that holds nothing; its
+    message says "(not binding)" and explain must not promise it a reservation."""
+    groups, _ = situation()
+    big = copy.deepcopy(next(g for g in groups if g["metadata"]["name"] == "big"))
+    big["status"]["conditions"][0]["message"] = (
+        "needs 112 GPUs; 16 free; expected start in 9m when 1 running gang ends (not binding); "
+        "waited 0s of its 1h00m starvation bound, so it holds no reservation yet"
+    )
+    hints = would_start(big, NOW)
+    assert hints[-1] == (
+        "starts at 2026-11-30T05:09:00Z (in 9m), expected, not binding: it holds no "
+        "reservation yet, when 1 running gang ends"
+    )
 
 
 def test_explain_of_a_gang_held_back_by_a_reservation_says_backfill_needs_a_time_limit() -> None:

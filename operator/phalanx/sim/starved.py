@@ -10,7 +10,10 @@ pending gangs that fits within what it is owed (deserved − allocated), weighte
 until the next cycle: the reason code, and for `WaitingForReservation` whether the holders of
 the capacity it would need belong to its own queue, to a queue within its share, or to one
 borrowing beyond it. That tells fragmentation (`InsufficientCapacity` with enough GPUs free),
-reservations of other queues, and the queue's own reservations apart. Used for `bench/SIM.md`
+reservations of other queues, and the queue's own reservations apart. The same time is split a
+second way, by the whole nodes free after the cycle (none; one no reservation holds; all held,
+by how soon the soonest holder is due): idle nodes kept for gangs far from starting are what a
+slack-based backfill would lend out. Used for `bench/SIM.md`
 (issue 19, "Philly, queue share").
 """
 
@@ -37,8 +40,13 @@ class Starved:
 
     below_s: dict[str, float] = field(default_factory=dict)
     why_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    idle_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The same time, split by the whole nodes free after the cycle's starts: none, one that
+    no reservation holds, or all held, by how soon the soonest reservation holding one is due
+    (how long idle capacity is kept for a gang that cannot start yet)."""
     #: (queue, category) of the previous cycle, charged with the time to the next one.
     last: list[tuple[str, str]] = field(default_factory=list)
+    last_idle: list[tuple[str, str]] = field(default_factory=list)
     last_t: float | None = None
 
 
@@ -54,7 +62,10 @@ class _Replay(engine.Replay):
                 s.below_s[queue] = s.below_s.get(queue, 0.0) + held
                 whys = s.why_s.setdefault(queue, {})
                 whys[why] = whys.get(why, 0.0) + held
-        s.last, s.last_t = [], t_s
+            for queue, idle in s.last_idle:
+                idles = s.idle_s.setdefault(queue, {})
+                idles[idle] = idles.get(idle, 0.0) + held
+        s.last, s.last_idle, s.last_t = [], [], t_s
         if result is None:
             return result
         over = {
@@ -68,6 +79,8 @@ class _Replay(engine.Replay):
                 short[name] = deserved - alloc
         if not short:
             return result
+        idle = self._whole_nodes_idle(result, t_s)
+        s.last_idle.extend((name, idle) for name in short)
         smallest: dict[str, tuple[int, str]] = {}
         for gid in result.gangs:
             sim = self.by_gang.get(gid)
@@ -107,6 +120,32 @@ class _Replay(engine.Replay):
             s.last.append((name, why))
         return result
 
+    def _whole_nodes_idle(self, result: CycleResult, t_s: float) -> str:
+        """Whether a whole node is free after this cycle's starts, and if every free one is
+        held by a binding reservation, how soon the soonest of those is due."""
+        whole = {
+            node.name
+            for node, free in zip(self.cluster.nodes, self.node_free, strict=True)
+            if free > 0 and free == node.allocatable.get(GPU, 0)
+        }
+        if not whole:
+            return "no whole node free"
+        due: dict[str, float] = {}
+        for res in result.reservations.values():
+            for name in res.nodes:
+                if name in whole:
+                    due[name] = min(due.get(name, res.start), res.start)
+        if len(due) < len(whole):
+            return "a whole node free that no reservation holds"
+        return f"whole nodes free, all reserved, soonest due in {_hours(min(due.values()) - t_s)}"
+
+
+def _hours(seconds: float) -> str:
+    for bound, label in ((1, "< 1 h"), (6, "1-6 h"), (24, "6-24 h"), (48, "24-48 h")):
+        if seconds < bound * 3600:
+            return label
+    return ">= 48 h"
+
 
 def _most(seconds: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -143,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{queue}: {total / 3600:.1f} h below 90% of its share")
         for why, t in _most(starved.why_s[queue]):
             print(f"  {t / total:6.1%}  {why}")
+        for idle, t in _most(starved.idle_s.get(queue, {})):
+            print(f"  {t / total:6.1%}  {idle}")
     return 0
 
 

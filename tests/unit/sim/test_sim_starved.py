@@ -49,3 +49,37 @@ def test_a_gang_held_back_by_another_queues_reservation() -> None:
         "WaitingForReservation (2-8 GPUs) held by in share": 1050.0,
     }
     assert dict(starved.why_s["qb"]) == {"no pending gang fits what it is owed": 100.0}
+
+
+def test_whole_nodes_free_while_a_queue_is_short_and_who_holds_them() -> None:
+    """The second test's trace, split by the whole nodes free after each cycle's starts:
+
+    - qa, 1,900–1,950: both nodes busy (b0 until 1,950, b1 until 3,000): no whole node free;
+    - qa, 1,950–3,000: n01 free since b0 ended, held by b2's reservation from 3,600 (b1's
+      1 h limit), due 1,650 s … 600 s ahead: "< 1 h";
+    - qb, 3,000–3,100: a1 started on one node at 3,000, the other is free and held by b2 from
+      4,800 (a1's 30 min limit), 1,800 s ahead: "< 1 h"."""
+    jobs = [
+        job("b0", 0, 8, 1950, "qb"),
+        job("b1", 0, 8, 3000, "qb"),
+        job("b2", 0, 16, 100, "qb"),
+        job("a1", 1900, 8, 100, "qa"),
+    ]
+    _, starved = replay(jobs, cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0)
+    assert dict(starved.idle_s["qa"]) == {
+        "no whole node free": 50.0,
+        "whole nodes free, all reserved, soonest due in < 1 h": 1050.0,
+    }
+    assert dict(starved.idle_s["qb"]) == {
+        "whole nodes free, all reserved, soonest due in < 1 h": 100.0
+    }
+
+
+def test_a_whole_node_free_that_no_reservation_holds() -> None:
+    """The first test's trace: qb's b1 runs on one of two nodes from 0 to 1,000; qa's a1
+    (16 GPUs) has waited since 100, not yet starving (its bound is its 50 s limit rounded up
+    to 30 min: it starves at 1,900), so it holds no reservation and the other node stays free,
+    held by nobody, for qa's 900 s below its share."""
+    jobs = [job("b1", 0, 8, 1000, "qb"), job("a1", 100, 16, 50, "qa")]
+    _, starved = replay(jobs, cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0)
+    assert dict(starved.idle_s["qa"]) == {"a whole node free that no reservation holds": 900.0}

@@ -389,6 +389,32 @@ without raising another figure; its 2–8-GPU jobs run for ~44 h on average (210
 795 jobs), so any reservation of another queue within the next two days blocks them, and a
 share of ~93 GPUs is about fifteen such jobs: two missing put it below 90%.
 
+**Fifth round (2026-12-02): where the idle capacity of a short queue sits.** No setting; a
+diagnosis of the shipped default, to choose the next mechanism. `python -m phalanx.sim.starved
+--trace philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --top 4`
+(compiled core, 24 min; mean 7.19 h, the recorded replay) now also splits each short queue's
+time by the whole nodes free after the cycle's starts. `ee9e8c`, 571 h below 90% of its share:
+for 67% of it at least one whole 8-GPU node was free and *every* free whole node was held by a
+binding reservation, the soonest of them due in under 1 h for 8.9% of the time, in 1–6 h for
+35.9%, in 6–24 h for 21.9%; for 32.8% no whole node was free; a free whole node that nothing
+held, 0.1%. The same for the next three queues: `2869ce` (383 h; 53% of it no pending gang small
+enough for what it is owed, whole gangs against a small share) 70% held, `6c71a0` (344 h) 61%,
+`7f04ca` (212 h) 75%, the soonest holder due in 1–24 h for most of it. The smallest gang
+`ee9e8c` was owed was of 2–8 GPUs for 90% of its time (34% `WaitingForReservation` behind
+queues within their share only, 14% behind borrowing ones only, 26% `InsufficientCapacity`).
+So the capacity a short queue needs is mostly there, idle, held hours ahead for gangs that
+cannot start yet, and its ~44 h jobs cannot backfill into a window of hours. Against one reservation per queue (`per-queue-1`, 46.1%; an ad-hoc replay of the same
+split, not committed) the short queues had no whole node free more often (`ee9e8c` 49% of its
+time against 33%): EASY lets small gangs break the nodes the starving gangs were draining.
+
+The mechanism this points at is **slack-based backfilling** (Talby & Feitelson, IPPS 1999): a
+reservation may be delayed by a bounded slack, so a gang that fits now on held nodes starts if
+every reservation it pushes back stays within its slack — here, for a queue below its share,
+the slack bought with the capacity it is owed. Not built yet: the sweep would have to re-plan
+the pushed reservations to know their new start (the core checks a start against the capacity
+profile of the reservations, not their re-planned starts), and what it costs the largest class
+(28.3 h now, the goal 55.9 h) has to be measured with it.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

@@ -403,9 +403,10 @@ enough for what it is owed, whole gangs against a small share) 70% held, `6c71a0
 `ee9e8c` was owed was of 2–8 GPUs for 90% of its time (34% `WaitingForReservation` behind
 queues within their share only, 14% behind borrowing ones only, 26% `InsufficientCapacity`).
 So the capacity a short queue needs is mostly there, idle, held hours ahead for gangs that
-cannot start yet, and its ~44 h jobs cannot backfill into a window of hours. Against one reservation per queue (`per-queue-1`, 46.1%; an ad-hoc replay of the same
-split, not committed) the short queues had no whole node free more often (`ee9e8c` 49% of its
-time against 33%): EASY lets small gangs break the nodes the starving gangs were draining.
+cannot start yet, and its ~44 h jobs cannot backfill into a window of hours. Against one
+reservation per queue (`per-queue-1`, 46.1%; an ad-hoc replay of the same split, not
+committed) the short queues had no whole node free more often (`ee9e8c` 49% of its time
+against 33%): EASY lets small gangs break the nodes the starving gangs were draining.
 
 The mechanism this points at is **slack-based backfilling** (Talby & Feitelson, IPPS 1999): a
 reservation may be delayed by a bounded slack, so a gang that fits now on held nodes starts if

@@ -86,6 +86,9 @@ class Metrics:
             try:
                 start_http_server(port, addr="0.0.0.0", registry=self.registry)
             except OSError as exc:
-                raise ConfigError(
-                    f"--metrics-port {port}: cannot listen on 0.0.0.0:{port}: {exc.strerror}"
-                ) from exc
+                raise listen_error("--metrics-port", port, exc) from exc
+
+
+def listen_error(flag: str, port: int, exc: OSError) -> ConfigError:
+    """The one line for a port the operator cannot listen on, naming the flag that set it."""
+    return ConfigError(f"{flag} {port}: cannot listen on 0.0.0.0:{port}: {exc.strerror}")

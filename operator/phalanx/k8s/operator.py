@@ -27,13 +27,13 @@ from typing import Any
 
 import kopf
 
-from phalanx.config import ConfigError, OperatorConfig
+from phalanx.config import OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
 from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
 from phalanx.k8s.leader import LeaseElector
-from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.metrics import Metrics, listen_error
 from phalanx.k8s.records import (
     NATIVE_GROUP,
     NATIVE_VERSION,
@@ -418,9 +418,7 @@ def check_port_free(flag: str, port: int) -> None:
         try:
             probe.bind(("0.0.0.0", port))
         except OSError as exc:
-            raise ConfigError(
-                f"{flag} {port}: cannot listen on 0.0.0.0:{port}: {exc.strerror}"
-            ) from exc
+            raise listen_error(flag, port, exc) from exc
 
 
 async def run_operator(

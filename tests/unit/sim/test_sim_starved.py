@@ -7,10 +7,22 @@ from sim_builders import cluster, job
 from phalanx.sim.policies import get_policy
 from phalanx.sim.queues import QueueSpec
 from phalanx.sim.starved import replay
+from phalanx.sim.traces import TraceJob
 
 
 def _queues() -> list[QueueSpec]:
     return [QueueSpec(name="qa"), QueueSpec(name="qb", reclaimable=False)]
+
+
+def _held_by_reservation() -> list[TraceJob]:
+    """qb's b0 and b1 on both nodes (until 1,950 and 3,000), its starving b2 (16 GPUs) and
+    qa's a1 (8 GPUs) arriving at 1,900: the trace of the two tests below."""
+    return [
+        job("b0", 0, 8, 1950, "qb"),
+        job("b1", 0, 8, 3000, "qb"),
+        job("b2", 0, 16, 100, "qb"),
+        job("a1", 1900, 8, 100, "qa"),
+    ]
 
 
 def test_a_gang_larger_than_what_its_queue_is_owed() -> None:
@@ -36,13 +48,9 @@ def test_a_gang_held_back_by_another_queues_reservation() -> None:
     - 3,000: b1 ends; b2 is not honoured first (16 GPUs, beyond qb's share of 8), so the walk
       serves qa first and a1 starts. Now qb holds 0 of its 8 until 3,100, when a1 ends and b2
       starts, and its only gang (16 GPUs) is larger than the 8 it is owed."""
-    jobs = [
-        job("b0", 0, 8, 1950, "qb"),
-        job("b1", 0, 8, 3000, "qb"),
-        job("b2", 0, 16, 100, "qb"),
-        job("a1", 1900, 8, 100, "qa"),
-    ]
-    _, starved = replay(jobs, cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0)
+    _, starved = replay(
+        _held_by_reservation(), cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0
+    )
     assert dict(starved.below_s) == {"qa": 1100.0, "qb": 100.0}
     assert dict(starved.why_s["qa"]) == {
         "InsufficientCapacity (2-8 GPUs)": 50.0,
@@ -59,13 +67,9 @@ def test_whole_nodes_free_while_a_queue_is_short_and_who_holds_them() -> None:
       1 h limit), due 1,650 s … 600 s ahead: "< 1 h";
     - qb, 3,000–3,100: a1 started on one node at 3,000, the other is free and held by b2 from
       4,800 (a1's 30 min limit), 1,800 s ahead: "< 1 h"."""
-    jobs = [
-        job("b0", 0, 8, 1950, "qb"),
-        job("b1", 0, 8, 3000, "qb"),
-        job("b2", 0, 16, 100, "qb"),
-        job("a1", 1900, 8, 100, "qa"),
-    ]
-    _, starved = replay(jobs, cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0)
+    _, starved = replay(
+        _held_by_reservation(), cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0
+    )
     assert dict(starved.idle_s["qa"]) == {
         "no whole node free": 50.0,
         "whole nodes free, all reserved, soonest due in < 1 h": 1050.0,

@@ -392,8 +392,9 @@ share of ~93 GPUs is about fifteen such jobs: two missing put it below 90%.
 **Fifth round (2026-12-02): where the idle capacity of a short queue sits.** No setting; a
 diagnosis of the shipped default, to choose the next mechanism. `python -m phalanx.sim.starved
 --trace philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --top 4`
-(compiled core, 24 min; mean 7.19 h, the recorded replay) now also splits each short queue's
-time by the whole nodes free after the cycle's starts. `ee9e8c`, 571 h below 90% of its share:
+(compiled core, finished within 24 min of its start, not timed closer; mean 7.19 h, the
+recorded replay) now also splits each short queue's time by the whole nodes free after the
+cycle's starts. `ee9e8c`, 571 h below 90% of its share:
 for 67% of it at least one whole 8-GPU node was free and *every* free whole node was held by a
 binding reservation, the soonest of them due in under 1 h for 8.9% of the time, in 1–6 h for
 35.9%, in 6–24 h for 21.9%; for 32.8% no whole node was free; a free whole node that nothing

@@ -250,6 +250,23 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         },
         "the three together",
     ),
+    "preempt-starving-2": (
+        "phalanx",
+        {"preempt_starving": "2"},
+        "selective preemption, factor 2: a starving gang of a leaf or more evicts gangs of its "
+        "queue whose expansion factor is at most half its own and that ran at most twice its "
+        "time limit",
+    ),
+    "preempt-starving-1.5": (
+        "phalanx",
+        {"preempt_starving": "1.5"},
+        "selective preemption, factor 1.5",
+    ),
+    "preempt-starving-3": (
+        "phalanx",
+        {"preempt_starving": "3"},
+        "selective preemption, factor 3",
+    ),
 }
 
 

@@ -379,7 +379,43 @@ class Walk:
                     self.evict(victims, EvictionReason.PREEMPTED, w)
                     return "preempting lower priority " + _victim_list(victims), out
             self._no_victims("preempt", w)
+        if self._may_preempt_starving(w):
+            # No `_hopeless` memo: the candidates depend on the gang's age, not only its shape.
+            factor = self.policy.preempt_starving
+            cands = [
+                r
+                for r in preemption.starving_candidates(prep.running, w, now, factor)
+                if not self._would_start_first(r)
+            ]
+            if cands:
+                got = choose_victims(
+                    self.state,
+                    w,
+                    cands,
+                    _any,
+                    now,
+                    self.c.cache,
+                    self.c.node_cache,
+                    index=self.c.shape_caps,
+                )
+                if got is not None and self._worth_preempting(w, got[0]):
+                    victims, out = got
+                    self.evict(victims, EvictionReason.PREEMPTED, w)
+                    return (
+                        f"starving, preempting {_victim_list(victims)} that waited less for "
+                        "their time limits and ran little"
+                    ), out
         return None
+
+    def _worth_preempting(self, w: GangWork, victims: list[RunState]) -> bool:
+        """Selective preemption throws away the victims' run so far (they restart from zero):
+        only when that is no more GPU-time than `w` would otherwise wait — its GPUs × the time to
+        its earliest start without evicting (a gang that starts within hours anyway does not
+        evict dozens of gangs for it)."""
+        now = self.now
+        lost = sum(v.fair * max(0.0, now - v.gang.start_time) for v in victims)
+        plan = earliest_start(self.state, w, now, future=self.c.future, **self._caches())
+        return plan is None or lost <= w.fair * (plan.start - now)
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -689,18 +725,41 @@ class Walk:
         (bench/SIM.md). Without topology labels every node is a leaf of its own, and every
         starving gang of two or more pods is honoured."""
         p = self.policy
-        members = sum(len(s.pods) for s in w.shapes)
-        by_count = p.start_starving_min_members > 0 and members >= p.start_starving_min_members
-        by_leaf = False
-        if p.start_starving_leaves > 0:
-            leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
-            by_leaf = members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
-        if not (by_count or by_leaf) or not self._starving(w):
+        if not self._honoured_size(w) or not self._starving(w):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
         # reclaim it at once, and it would start first again the next cycle (a livelock).
         q = w.queue
         return not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved
+
+    def _would_start_first(self, r: RunState) -> bool:
+        """Whether running `r`, evicted now, would wait as a starving gang that starts before
+        the walk (`_starts_first`): it would take back at once what it was evicted for, ahead of
+        the gang that evicted it (older, it is planned first), which would evict again, cycle
+        after cycle. Selective preemption never takes such a gang."""
+        g = r.gang
+        if g.creation_time is None or not self._bounded():
+            return False
+        limit = math.inf if g.time_limit is None else g.time_limit
+        p = self.policy
+        bound = starvation_bound(limit, p.reserve_after_limits, p.reserve_after_s, 1)
+        return self._honoured_size_of(len(g.members)) and self.now - g.creation_time >= bound
+
+    def _honoured_size(self, w: GangWork) -> bool:
+        """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""
+        return self._honoured_size_of(sum(len(s.pods) for s in w.shapes))
+
+    def _honoured_size_of(self, members: int) -> bool:
+        """Whether a gang of `members` pods is large enough for `_starts_first`: at least
+        `start_starving_leaves` leaves' worth of nodes (and 2 pods), or
+        `start_starving_min_members` pods."""
+        p = self.policy
+        if p.start_starving_min_members > 0 and members >= p.start_starving_min_members:
+            return True
+        if p.start_starving_leaves > 0:
+            leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
+            return members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
+        return False
 
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
@@ -790,7 +849,24 @@ class Walk:
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""
-        return (self.policy.reclaim and can_reclaim(w)) or self._may_preempt(w)
+        return (
+            (self.policy.reclaim and can_reclaim(w))
+            or self._may_preempt(w)
+            or self._may_preempt_starving(w)
+        )
+
+    def _may_preempt_starving(self, w: GangWork) -> bool:
+        """Selective preemption (`Policy.preempt_starving`) may apply to `w`: a starving gang of
+        the size whose reservation is honoured, with a time limit, its queue not borrowing."""
+        p = self.policy
+        return (
+            p.preempt_starving > 0
+            and p.preemption
+            and w.duration < math.inf
+            and not w.queue.over_share
+            and self._honoured_size(w)
+            and self._starving(w)
+        )
 
     def _could_evict(self, w: GangWork) -> bool:
         """`_may_evict`, counting reclaim only when another queue borrows (a lone queue below

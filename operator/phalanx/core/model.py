@@ -135,6 +135,10 @@ class RunningGang:
     """A partly bound gang's members not bound yet, each with the node its decision record
     names: the cycle rolls the gang forward (`CycleResult.roll_forward`) when they all still fit
     there, and back (`CycleResult.roll_back`) otherwise."""
+    creation_time: float | None = None
+    """When its PodGroup was created (None: unknown). With its `start_time` this is the wait it
+    had before it started, which `Policy.preempt_starving` weighs (a gang that waited long is
+    not taken for one that waited less, relative to their time limits)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +334,19 @@ class Policy:
     their share first): that queue's gangs that fit now and within its deserved share start,
     before the starving gangs of the queues after it reserve the capacity they could use. Off:
     they start in the walk, after every queue's starving gangs were planned."""
+    preempt_starving: float = 0.0
+    """Selective preemption (Kettimuthu et al., "Selective preemption strategies for parallel
+    job scheduling", ICPP 2002) with this suspension factor SF (0: off; measured in issue 19's
+    sixth round, not shipped). A starving gang of the size whose reservation is honoured
+    (`start_starving_leaves`), with a time limit, its queue not borrowing, that cannot start
+    now may evict gangs of its own queue (priority no higher) whose expansion factor is at most
+    1/SF of its own — expansion factor = (wait + time limit) / time limit, a running gang's
+    wait being the one it had when it started — that have run no longer than SF times its
+    time limit, and that would not, evicted, wait as starving gangs that start first (they
+    would take the capacity back at once). Only when the victims' run thrown away (they
+    restart from zero) is no more GPU-time than the gang would otherwise wait: its GPUs × the
+    time to its earliest start without evicting. A large gang stuck behind a long gang that
+    started just before it arrived then runs first."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

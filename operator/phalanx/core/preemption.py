@@ -6,9 +6,15 @@ teams (that is what reclaim and its guards are for). Victims: strictly lower pri
 already being evicted; lowest priority first, then (at one priority) those no PodDisruptionBudget
 protects, then least run time lost. A budget orders victims; it never vetoes a needed
 preemption.
+
+Selective preemption (`Policy.preempt_starving`, off by default) lets a starving gang evict gangs
+of its own queue at its own priority that waited much less than it for their time limits and ran
+little (`starving_candidates`); the walk adds its other guards.
 """
 
 from __future__ import annotations
+
+import math
 
 from phalanx.core.work import GangWork, RunState
 
@@ -66,3 +72,50 @@ def candidates_from(order: dict[str, list[RunState]], work: GangWork) -> list[Ru
         if not r.evicted:
             out.append(r)
     return out
+
+
+def expansion(wait: float, limit: float) -> float:
+    """Expansion factor (wait + time limit) / time limit: the slowdown a gang that runs to its
+    limit sees. A gang without a limit: 1 (no wait is long beside a run without end)."""
+    if limit == math.inf or limit <= 0:
+        return 1.0
+    return (max(0.0, wait) + limit) / limit
+
+
+def starving_candidates(
+    running: list[RunState], work: GangWork, now: float, factor: float
+) -> list[RunState]:
+    """Running gangs of `work`'s queue that the starving `work` may evict under
+    `Policy.preempt_starving` (suspension factor `factor`), fewest GPU-seconds lost first.
+
+    A candidate has a priority no higher than `work`'s, a known creation time, an expansion
+    factor (at its start) at most 1/`factor` of `work`'s now, and has run no longer than
+    `factor` × `work`'s time limit. `work` must have a time limit (without one its expansion
+    factor never grows)."""
+    limit = work.duration
+    if limit == math.inf:
+        return []
+    mine = expansion(now - work.gang.creation_time, limit)
+    most_run = factor * limit
+    out: list[tuple[float, str, RunState]] = []
+    for r in running:
+        g = r.gang
+        if (
+            g.queue != work.queue.name
+            or g.priority > work.gang.priority
+            or r.evicted
+            or g.evicting
+            or g.creation_time is None
+        ):
+            continue
+        ran = max(0.0, now - g.start_time)
+        if ran > most_run:
+            continue
+        theirs = expansion(
+            g.start_time - g.creation_time, math.inf if g.time_limit is None else g.time_limit
+        )
+        if mine < factor * theirs:
+            continue
+        out.append((r.fair * ran, g.id, r))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return [r for _, _, r in out]

@@ -414,6 +414,7 @@ def build_view(
                     waiting=waiting,
                     topology_required=gang.group.topology_required if gang.group else None,
                     intended=intended,
+                    creation_time=facts.created,
                 )
             )
             continue

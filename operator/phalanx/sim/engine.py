@@ -396,6 +396,7 @@ class Replay:
             members=members,
             start_time=t_s,
             time_limit=None if sim.time_limit is None else float(sim.time_limit),
+            creation_time=sim.gang.creation_time,
         )
         sim.start_s = t_s
         sim.leaves = self.cluster.leaves_spanned(sorted(set(nodes.values())))

@@ -230,9 +230,15 @@ class RunningBuilder:
         self._evicting = False
         self._waiting: list[Member] = []
         self._required: str | None = None
+        self._created: float | None = None
 
     def queue(self, name: str) -> Self:
         self._queue = name
+        return self
+
+    def created(self, t: float) -> Self:
+        """When its PodGroup was created (its wait before it started: `started` − this)."""
+        self._created = t
         return self
 
     def waiting(self, count: int, gpu: int = 8) -> Self:
@@ -291,6 +297,7 @@ class RunningBuilder:
             evicting=self._evicting,
             waiting=tuple(self._waiting),
             topology_required=self._required,
+            creation_time=self._created,
         )
 
 

@@ -705,11 +705,15 @@ class Walk:
         return GangKey(w.gang, w.fair, work)
 
     def _starving(self, w: GangWork) -> bool:
-        return (
-            self._bounded()
-            and self._may_reserve(w)
-            and self.now - w.gang.creation_time >= self._bound(w)
-        )
+        return self._starved(sum(len(s.pods) for s in w.shapes), w.duration, w.gang.creation_time)
+
+    def _starved(self, members: int, duration: float, created: float) -> bool:
+        """Whether a gang of `members` pods, time limit `duration`, created at `created` is
+        past its starvation bound and large enough to reserve (`_may_reserve`, `_bound`):
+        `_starving` for waiting gangs, and for running ones if they were evicted now."""
+        if not self._bounded() or members < self.policy.reserve_min_members:
+            return False
+        return self.now - created >= self._bound_for(duration, members)
 
     def _starts_first(self, w: GangWork) -> bool:
         """Whether starving `w`, which fits now, starts before the walk: its binding
@@ -738,12 +742,11 @@ class Walk:
         the gang that evicted it (older, it is planned first), which would evict again, cycle
         after cycle. Selective preemption never takes such a gang."""
         g = r.gang
-        if g.creation_time is None or not self._bounded():
+        if g.creation_time is None:
             return False
+        members = len(g.members)
         limit = math.inf if g.time_limit is None else g.time_limit
-        p = self.policy
-        bound = starvation_bound(limit, p.reserve_after_limits, p.reserve_after_s, 1)
-        return self._honoured_size_of(len(g.members)) and self.now - g.creation_time >= bound
+        return self._honoured_size_of(members) and self._starved(members, limit, g.creation_time)
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""
@@ -771,9 +774,12 @@ class Walk:
     def _bound(self, w: GangWork) -> float:
         """`w`'s starvation bound (`ordering.starvation_bound`), per member when
         `reserve_per_member`."""
+        return self._bound_for(w.duration, sum(len(s.pods) for s in w.shapes))
+
+    def _bound_for(self, duration: float, members: int) -> float:
         p = self.policy
-        members = sum(len(s.pods) for s in w.shapes) if p.reserve_per_member else 1
-        return starvation_bound(w.duration, p.reserve_after_limits, p.reserve_after_s, members)
+        per = members if p.reserve_per_member else 1
+        return starvation_bound(duration, p.reserve_after_limits, p.reserve_after_s, per)
 
     def _capped(self, w: GangWork) -> bool:
         """Whether `backfill_depth_per_queue` keeps `w` from a binding reservation: its queue

@@ -412,7 +412,12 @@ class Walk:
         only when that is no more GPU-time than `w` would otherwise wait — its GPUs × the time to
         its earliest start without evicting (a gang that starts within hours anyway does not
         evict dozens of gangs for it)."""
-        now = self.now
+        now, q = self.now, w.queue
+        if q.alloc_fair - sum(v.fair for v in victims) + w.fair > q.deserved:
+            # Beyond its queue's share once they are gone, it would not start first (rule 4's
+            # share guard): the walk would hand what they freed to other gangs, and it would
+            # evict again the next cycle.
+            return False
         lost = sum(v.fair * max(0.0, now - v.gang.start_time) for v in victims)
         plan = earliest_start(self.state, w, now, future=self.c.future, **self._caches())
         return plan is None or lost <= w.fair * (plan.start - now)

@@ -343,10 +343,11 @@ class Policy:
     1/SF of its own — expansion factor = (wait + time limit) / time limit, a running gang's
     wait being the one it had when it started — that have run no longer than SF times its
     time limit, and that would not, evicted, wait as starving gangs that start first (they
-    would take the capacity back at once). Only when the victims' run thrown away (they
-    restart from zero) is no more GPU-time than the gang would otherwise wait: its GPUs × the
-    time to its earliest start without evicting. A large gang stuck behind a long gang that
-    started just before it arrived then runs first."""
+    would take the capacity back at once), and only if its queue stays within its deserved
+    share once they are gone (else it would not start first). Only when the victims' run thrown
+    away (they restart from zero) is no more GPU-time than the gang would otherwise wait: its
+    GPUs × the time to its earliest start without evicting. A large gang stuck behind a long
+    gang that started just before it arrived then runs first."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

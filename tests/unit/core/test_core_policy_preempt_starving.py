@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import fabric, gang, running, snapshot
+from core_builders import fabric, gang, queue, running, snapshot
 
 from phalanx.core import EvictionReason, Policy, Snapshot, schedule
 
@@ -122,6 +122,39 @@ def test_a_victim_that_would_start_first_again_is_kept() -> None:
     one = replace(BOUNDED, preempt_starving=1.3)
     assert _evicted(snap, one) == []
     assert _evicted(snap, replace(one, reserve_after_limits=2.0)) == [
+        ("ns/long", EvictionReason.PREEMPTED, "ns/short")
+    ]
+
+
+def _two_queues(mine: int) -> Snapshot:
+    """Queue `default` (guarantee `mine` GPUs) runs `long` (1 × 8 GPUs on s0-l0-n00, the
+    victim of the first test's numbers) and waits with `short` (2 × 8, starving); queue `other`
+    (guarantee 32 − `mine`) runs `wide` on leaf 1 and waits with a 16-GPU gang that does not fit
+    in the 8 GPUs free on s0-l0-n01. The guarantees add up to the 32 GPUs, so each queue
+    deserves its guarantee."""
+    long = running("long").created(NOW - 6_000).started(NOW - 5_000).time_limit(600_000)
+    wide = running("wide").queue("other").created(NOW - 100_500).started(NOW - 100_000)
+    wide = wide.time_limit(1_000_000)
+    for n in L1:
+        wide = wide.on(n)
+    short = gang("short").pods(2, gpu=8).created(NOW - 7_200).time_limit(3_600)
+    theirs = gang("theirs").queue("other").pods(2, gpu=8).created(NOW - 100).time_limit(3_600)
+    queues = [queue("default").guarantee(gpu=mine), queue("other").guarantee(gpu=32 - mine)]
+    return snapshot(
+        fabric(1, 2, 2),
+        queues=queues,
+        running=[long.on(L0[0]), wide],
+        pending=[short, theirs],
+    )
+
+
+def test_no_preemption_that_would_leave_the_gang_beyond_its_queues_share() -> None:
+    """`default` deserves 8 and holds 8 (long): without long it would hold 16 with short, over
+    its share, so short would not start first and the walk would hand leaf 0 to others — and
+    short would evict again the next cycle: nothing evicted. Deserving 16, 8 − 8 + 16 ≤ 16:
+    long is evicted."""
+    assert _evicted(_two_queues(mine=8), SELECTIVE) == []
+    assert _evicted(_two_queues(mine=16), SELECTIVE) == [
         ("ns/long", EvictionReason.PREEMPTED, "ns/short")
     ]
 

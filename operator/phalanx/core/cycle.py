@@ -364,16 +364,7 @@ class Walk:
             if cands is None:
                 cands = self._candidates[ckey] = preemption.candidates_from(self._preempt_order, w)
             if cands:
-                got = choose_victims(
-                    self.state,
-                    w,
-                    cands,
-                    _any,
-                    now,
-                    self.c.cache,
-                    self.c.node_cache,
-                    index=self.c.shape_caps,
-                )
+                got = self._within_queue(w, cands)
                 if got is not None:
                     victims, out = got
                     self.evict(victims, EvictionReason.PREEMPTED, w)
@@ -388,16 +379,7 @@ class Walk:
                 if not self._would_start_first(r)
             ]
             if cands:
-                got = choose_victims(
-                    self.state,
-                    w,
-                    cands,
-                    _any,
-                    now,
-                    self.c.cache,
-                    self.c.node_cache,
-                    index=self.c.shape_caps,
-                )
+                got = self._within_queue(w, cands)
                 if got is not None and self._worth_preempting(w, got[0]):
                     victims, out = got
                     self.evict(victims, EvictionReason.PREEMPTED, w)
@@ -406,6 +388,15 @@ class Walk:
                         "their time limits and ran little"
                     ), out
         return None
+
+    def _within_queue(
+        self, w: GangWork, cands: list[RunState]
+    ) -> tuple[list[RunState], Outcome] | None:
+        """`choose_victims` among gangs of `w`'s own queue (preemption: no share guard)."""
+        c = self.c
+        return choose_victims(
+            self.state, w, cands, _any, self.now, c.cache, c.node_cache, index=c.shape_caps
+        )
 
     def _worth_preempting(self, w: GangWork, victims: list[RunState]) -> bool:
         """Selective preemption throws away the victims' run so far (they restart from zero):

@@ -169,6 +169,9 @@ class Walk:
         self._preempt_order: dict[str, list[RunState]] | None = None
         #: Candidate lists read off those orders, by what they depend on (see try_evictions).
         self._candidates: dict[tuple[object, ...], list[RunState]] = {}
+        #: Earliest starts swept by `_worth_preempting` for gangs that then evicted nothing:
+        #: nothing changed since, so `plan` takes them instead of sweeping again.
+        self._swept: dict[str, Plan | None] = {}
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
         self.lowest: dict[str, int] = {}
         for r in prep.running:
@@ -411,7 +414,10 @@ class Walk:
             return False
         lost = sum(v.fair * max(0.0, now - v.gang.start_time) for v in victims)
         plan = earliest_start(self.state, w, now, future=self.c.future, **self._caches())
-        return plan is None or lost <= w.fair * (plan.start - now)
+        if plan is None or lost <= w.fair * (plan.start - now):
+            return True
+        self._swept[w.gang.id] = plan
+        return False
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -893,6 +899,9 @@ class Walk:
 
     def plan(self, w: GangWork) -> Plan | None:
         self.c.depth_used += 1
+        gid = w.gang.id
+        if gid in self._swept:
+            return self._swept.pop(gid)
         return earliest_start(self.state, w, self.now, future=self.c.future, **self._caches())
 
     def _may_plan(self, w: GangWork) -> bool:

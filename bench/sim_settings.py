@@ -267,6 +267,26 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"preempt_starving": "3"},
         "selective preemption, factor 3",
     ),
+    "owed-slip-2": (
+        "phalanx",
+        {"owed_slip": "2"},
+        "slack-based backfilling for queues below their share: such a gang that fits now only on "
+        "held capacity starts first if every reservation it pushes back still starts by its "
+        "gang's creation + 2 × its starvation bound",
+    ),
+    "per-queue-1+owed-slip-2": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "owed_slip": "2"},
+        "one binding reservation per queue, and slack-based backfilling for queues below their "
+        "share",
+    ),
+    "slip-any-2": (
+        "phalanx",
+        {"owed_slip": "2", "slip_any": "true"},
+        "slack-based backfilling for every gang: one that fits now only on held capacity starts "
+        "first if every reservation it pushes back still starts by its gang's creation + 2 × "
+        "its starvation bound",
+    ),
 }
 
 

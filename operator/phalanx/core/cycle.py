@@ -101,6 +101,11 @@ class _Cycle:
     #: Those gangs, explained after the walk: their non-binding ETA is planned on what the
     #: whole walk bound and reserved, so it is not made stale by the gangs walked after them.
     deferred: list[tuple[GangWork, float, Outcome]] = field(default_factory=list)
+    #: `Policy.owed_slip`: gangs of queues below their share that fit now only on held
+    #: capacity, in walk order (at most `_SLIP_TRIES`), each with how many gangs were bound
+    #: before it in the walk; and the shapes found not to fit even so.
+    slippers: list[tuple[str, int]] = field(default_factory=list)
+    no_slip: set[tuple[int, int | None, int | None]] = field(default_factory=set)
 
 
 def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
@@ -157,8 +162,12 @@ def _over_limit(w: GangWork, pos: dict[str, int]) -> str:
 class Walk:
     """The walk of one cycle (a class only to share its bookkeeping between steps)."""
 
-    def __init__(self, prep: Prepared, policy: Policy, now: float) -> None:
+    def __init__(
+        self, prep: Prepared, policy: Policy, now: float, first: str | None = None
+    ) -> None:
         self.c = _Cycle(prep, policy, now)
+        #: `Policy.owed_slip`: a gang started before anything is planned (the second walk).
+        self.first = first
         self.prep = prep
         self.policy = policy
         self.now = now
@@ -434,7 +443,12 @@ class Walk:
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
-        decided = self.reserve_for_starving(ordered)
+        first: set[str] = set()
+        if self.first is not None:
+            for w in prep.works:
+                if w.gang.id == self.first and self.step(w):
+                    first.add(w.gang.id)
+        decided = self.reserve_for_starving(ordered, first)
         cursor = dict.fromkeys(ordered, 0)
         while True:
             best: tuple[tuple[int, float, float, str], str] | None = None
@@ -458,15 +472,18 @@ class Walk:
             self.step(w)
         self.explain_deferred()
 
-    def reserve_for_starving(self, ordered: dict[str, list[GangWork]]) -> set[str]:
+    def reserve_for_starving(
+        self, ordered: dict[str, list[GangWork]], first: set[str] | None = None
+    ) -> set[str]:
         """Before the walk: binding reservations for gangs past their starvation bound (or owed
         their queue's share) that cannot start now, oldest first, queues in service order, at
         most `backfill_depth_per_queue` per queue. Decided here, they are planned before any
         other gang can take the capacity they wait for; every other gang (starving ones that
         fit now included) is then walked in the multifactor order and may start only where it
-        delays none of these reservations. Returns the ids of the gangs decided."""
+        delays none of these reservations. Returns the ids of the gangs decided, with `first`
+        (those decided before it)."""
         policy, prep = self.policy, self.prep
-        decided: set[str] = set()
+        decided: set[str] = set(first or ())
         if not policy.backfill or not (self._bounded() or policy.reserve_under_share):
             return decided
         queues = sorted(
@@ -480,7 +497,11 @@ class Walk:
             ),
         )
         for name in queues:
-            hungry = [w for w in ordered[name] if self._starving(w) or self._owed_reserve(w)]
+            hungry = [
+                w
+                for w in ordered[name]
+                if w.gang.id not in decided and (self._starving(w) or self._owed_reserve(w))
+            ]
             if policy.reserve_by_deadline:
                 # Earliest deadline first, the deadline being when the gang starves.
                 hungry.sort(
@@ -665,6 +686,8 @@ class Walk:
                 placement=self._placement(got),
             )
             return True
+        if self.policy.owed_slip > 0:
+            self._note_slipper(w)
         chosen: Plan | None = None
         if self._may_plan(w):
             why = self._not_binding(w)
@@ -684,6 +707,81 @@ class Walk:
                 return True
         self.explain(w, end, out, chosen)
         return True
+
+    def _note_slipper(self, w: GangWork) -> None:
+        """`Policy.owed_slip`: note `w` for a second walk that starts it first if its queue is
+        below its deserved share (while another queue has demand), it fits within that share
+        (any gang with `Policy.slip_any`), and it would fit now but for the binding
+        reservations. Only the first `_SLIP_TRIES` in
+        the walk, each a whole second walk; a shape that does not fit on the free capacity
+        itself is not tried again this cycle (free capacity only shrinks during the walk)."""
+        c, q = self.c, w.queue
+        if self.first is not None or len(c.slippers) >= _SLIP_TRIES or not self.state.hold_count:
+            return
+        if not self.policy.slip_any and (
+            q.alloc_fair >= q.deserved
+            or q.alloc_fair + w.fair > q.deserved
+            or not self._others_want(q.name)
+        ):
+            return
+        key = None
+        if len(w.shapes) == 1:
+            key = (w.shapes[0].id, w.required_level, w.preferred_level)
+            if key in c.no_slip:
+                return
+        loose = place(
+            _IgnoreHolds(self.state, c.loose_cache, c.loose_index),
+            w.shapes,
+            w.required_level,
+            w.preferred_level,
+        )
+        if loose.assignment is not None:
+            c.slippers.append((w.gang.id, len(c.bind_order)))
+        elif key is not None:
+            c.no_slip.add(key)
+
+    def pushed_within_slack(self, other: Walk, bound_before: int) -> list[str] | None:
+        """The binding reservations of this walk that `other` (this cycle walked again with
+        `other.first` started first) pushed back, or None if it did not start that gang, did
+        not start one of the `bound_before` gangs this walk started before reaching it (ahead
+        of it in the order, or starving and honoured), or pushed a reservation past what
+        `Policy.owed_slip` allows: later than both its start here and its gang's creation + k ×
+        its starvation bound (or lost it)."""
+        assert other.first is not None
+        if other.first not in other.c.bound:
+            return None
+        if any(w.gang.id not in other.c.bound for w in self.c.bind_order[:bound_before]):
+            return None
+        works = {w.gang.id: w for w in self.prep.works}
+        k = self.policy.owed_slip
+        pushed: list[str] = []
+        for gid, mine in self.c.reservations.items():
+            if gid in other.c.bound:
+                continue
+            theirs = other.c.reservations.get(gid)
+            if theirs is None:
+                return None
+            if theirs.start <= mine.start:
+                continue
+            w = works[gid]
+            if theirs.start > w.gang.creation_time + k * self._bound(w):
+                return None
+            pushed.append(gid)
+        return pushed
+
+    def say_slipped(self, pushed: list[str]) -> None:
+        """Tell the gang started first (`Policy.owed_slip`) why it started where it did."""
+        assert self.first is not None
+        d = self.c.reasons.get(self.first)
+        if d is None or not pushed:
+            return
+        who = ", ".join(pushed[:3]) + (" …" if len(pushed) > 3 else "")
+        self.c.reasons[self.first] = replace(
+            d,
+            message=f"{d.message}; its queue is below its deserved share, so it started on "
+            f"capacity reserved for {who}, whose start moves back within its slack "
+            f"(by its creation + {self.policy.owed_slip:g} × its starvation bound)",
+        )
 
     def explain_deferred(self) -> None:
         """After the walk: gangs within the depth without a binding reservation get their
@@ -1172,6 +1270,10 @@ class _IgnoreHolds(NowView):
         return count_fit(self.state.free[n], shape.req)
 
 
+_SLIP_TRIES = 2
+"""Second walks tried per cycle for `Policy.owed_slip` (each costs a whole walk)."""
+
+
 def _hours(seconds: float) -> str:
     """A wait or bound as people read it ("5s", "1h05m"), not as a fraction of an hour."""
     if seconds == math.inf:
@@ -1208,14 +1310,31 @@ def schedule(snapshot: Snapshot, policy: Policy, now: float) -> CycleResult:
         scaled, scale = _queue_shares(prep, policy)
         sched = Walk(prep, policy, now)
         sched.run()
+        for gid, bound_before in sched.c.slippers:
+            prep2 = prepare(snapshot, policy, now)
+            _queue_shares(prep2, policy)
+            again = Walk(prep2, policy, now, first=gid)
+            again.run()
+            pushed = sched.pushed_within_slack(again, bound_before)
+            if pushed is not None:
+                again.say_slipped(pushed)
+                _unlink(prep)
+                prep, sched = prep2, again
+                break
+            _unlink(prep2)
         sched.place_extras()
-        # The reference cycles (state ↔ DueNow, HeldNow): let refcounting free everything.
-        prep.state.due = None
-        prep.state.held_now = None
+        _unlink(prep)
         return _result(prep, sched, scaled, scale)
     finally:
         if enabled:
             gc.enable()
+
+
+def _unlink(prep: Prepared) -> None:
+    """Break the reference cycles (state ↔ DueNow, HeldNow) so refcounting frees a walk's
+    state while the collector is paused."""
+    prep.state.due = None
+    prep.state.held_now = None
 
 
 def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleResult:

@@ -348,6 +348,21 @@ class Policy:
     away (they restart from zero) is no more GPU-time than the gang would otherwise wait: its
     GPUs × the time to its earliest start without evicting. A large gang stuck behind a long
     gang that started just before it arrived then runs first."""
+    owed_slip: float = 0.0
+    """Slack-based backfilling for queues below their share (Talby & Feitelson, "Supporting
+    priorities and improving utilization of the IBM SP scheduler using slack-based
+    backfilling", IPPS 1999), with this factor k (0: off; measured in issue 19's seventh
+    round). A gang of a queue below its deserved share, fitting within that share, that fits
+    now only on capacity binding reservations hold starts before them, if every reservation it
+    pushes back still starts no later than its gang's creation + k × its starvation bound (or
+    no later than it did, if it was already due after that): with k = 2 and the bound at the
+    gang's time limit, a starving gang still starts by a bounded slowdown of 3. The cycle is
+    walked a second time with that gang started first and the reservations compared; the walk
+    that breaks a promise is thrown away. A lone queue is owed nothing: no effect."""
+    slip_any: bool = False
+    """`owed_slip` for every gang, not only those of queues below their share (Talby and
+    Feitelson's slack for all jobs; for measuring): within a queue too, a gang that fits now
+    only on held capacity starts first if every reservation it pushes back keeps its slack."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False

@@ -644,6 +644,13 @@ NOTES = """## How to read this, and what it assumes
   ITP traces (one queue, no reclaim) the churn fix changes nothing; on Philly `volcano` and
   `phalanx-conservative` are the replays with the old accounting (their 10,255 and 10,913
   evictions were not the churn that tripled the old default's), not rerun with the fix.
+- Utilisation in the goals is over the arrival window (first to last submit), the same stretch
+  of time for every policy. Over the makespan (`gpu_utilization_makespan` in each summary)
+  `phalanx` is much lower than `volcano` on the traces where its mean wait is lowest:
+  cluster03 74.54% against 79.27% (makespan 72.2 against 67.9 days), cluster04 91.45% against
+  95.86% (62.8 against 59.9), Philly 69.36% against 74.92% (124.3 against 113.4). Serving the
+  least requested work first leaves the largest work to the end of the trace, where it runs on
+  a cluster that no longer fills; a team draining a backlog would see that tail.
 - Wall times were measured on the shared 2-core machine while other work (test suites, core
   benchmarks, other replays) ran: the same replay took from 1× to 4× as long between runs (ITP
   cluster03 `fifo-gang`: 28 s and 104 s). The `finished` column says when each ran; results

@@ -712,9 +712,9 @@ class Walk:
         """`Policy.owed_slip`: note `w` for a second walk that starts it first if its queue is
         below its deserved share (while another queue has demand), it fits within that share
         (any gang with `Policy.slip_any`), and it would fit now but for the binding
-        reservations. Only the first `_SLIP_TRIES` in
-        the walk, each a whole second walk; a shape that does not fit on the free capacity
-        itself is not tried again this cycle (free capacity only shrinks during the walk)."""
+        reservations. Only the first `_SLIP_TRIES` in the walk, each a whole second walk; a
+        shape that does not fit on the free capacity itself is not tried again this cycle
+        (free capacity only shrinks during the walk)."""
         c, q = self.c, w.queue
         if self.first is not None or len(c.slippers) >= _SLIP_TRIES or not self.state.hold_count:
             return

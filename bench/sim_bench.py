@@ -487,8 +487,8 @@ changes nothing there (cluster02 replayed: identical to the default).
   guard "every gang the first walk started before it still starts" (found by writing the unit
   test for it; the guard only throws more second walks away), hence its name.
 - **Philly, the default with the slip** (`owed-slip-2`, before the guard too): stopped
-  unfinished after 95 min of CPU on the compiled core (the default's replay takes ~10 min
-  there). Why the second walks are thrown away, on Philly's first 15,000 jobs with the final
+  unfinished after 95 min of CPU on the compiled core (the default's recorded replays took
+  10–31 min). Why the second walks are thrown away, on Philly's first 15,000 jobs with the final
   code (`phalanx simulate --trace philly:bench/traces/philly-pollux/philly.csv --shape medium
   --policy phalanx --limit-jobs 15000 --set owed_slip=2`, counted by wrapping
   `Walk.pushed_within_slack`; 15 min): 10,234 second walks, 61 kept (0.6%); 8,204 (80%)

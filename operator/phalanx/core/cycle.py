@@ -192,10 +192,9 @@ class Walk:
 
     def try_now(self, w: GangWork, end: float) -> Outcome:
         """Place `w` on capacity usable now until `end`, with a memo of hopeless shapes."""
-        key: tuple[int, int | None, int | None] | None = None
+        key = _shape_key(w)
         k = 0
-        if len(w.shapes) == 1:
-            key = (w.shapes[0].id, w.required_level, w.preferred_level)
+        if key is not None:
             k = len(w.shapes[0].pods)
             for f_end, f_k in self.c.failed.get(key, ()):
                 if f_end <= end and f_k <= k:
@@ -444,10 +443,9 @@ class Walk:
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
         first: set[str] = set()
-        if self.first is not None:
-            for w in prep.works:
-                if w.gang.id == self.first and self.step(w):
-                    first.add(w.gang.id)
+        w1 = next((w for w in prep.works if w.gang.id == self.first), None)
+        if w1 is not None and self.step(w1):
+            first.add(w1.gang.id)
         decided = self.reserve_for_starving(ordered, first)
         cursor = dict.fromkeys(ordered, 0)
         while True:
@@ -724,21 +722,24 @@ class Walk:
             or not self._others_want(q.name)
         ):
             return
-        key = None
-        if len(w.shapes) == 1:
-            key = (w.shapes[0].id, w.required_level, w.preferred_level)
-            if key in c.no_slip:
-                return
-        loose = place(
+        key = _shape_key(w)
+        if key is not None and key in c.no_slip:
+            return
+        if self._place_ignoring_holds(w).assignment is not None:
+            c.slippers.append((w.gang.id, len(c.bind_order)))
+        elif key is not None:
+            c.no_slip.add(key)
+
+    def _place_ignoring_holds(self, w: GangWork) -> Outcome:
+        """Where `w` would start now if nothing were reserved (to tell 'reserved' from 'too
+        small', and which gangs could slip onto held capacity)."""
+        c = self.c
+        return place(
             _IgnoreHolds(self.state, c.loose_cache, c.loose_index),
             w.shapes,
             w.required_level,
             w.preferred_level,
         )
-        if loose.assignment is not None:
-            c.slippers.append((w.gang.id, len(c.bind_order)))
-        elif key is not None:
-            c.no_slip.add(key)
 
     def pushed_within_slack(self, other: Walk, bound_before: int) -> list[str] | None:
         """The binding reservations of this walk that `other` (this cycle walked again with
@@ -1071,12 +1072,7 @@ class Walk:
                 )
                 return
         if st.hold_count:
-            loose = place(
-                _IgnoreHolds(st, c.loose_cache, c.loose_index),
-                w.shapes,
-                w.required_level,
-                w.preferred_level,
-            )
+            loose = self._place_ignoring_holds(w)
             if loose.assignment is not None:
                 nodes = sorted({n for _, n in loose.assignment})
                 holders = [g for g in st.held_gangs(nodes, end) if g != gid]
@@ -1268,6 +1264,14 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+def _shape_key(w: GangWork) -> tuple[int, int | None, int | None] | None:
+    """A gang of one shape by its shape and topology levels (the key of the per-cycle memos of
+    shapes that did not fit: capacity now only shrinks during the walk); None for several."""
+    if len(w.shapes) != 1:
+        return None
+    return (w.shapes[0].id, w.required_level, w.preferred_level)
 
 
 _SLIP_TRIES = 2

@@ -287,6 +287,24 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "first if every reservation it pushes back still starts by its gang's creation + 2 × "
         "its starvation bound",
     ),
+    "per-queue-1-multi-node": (
+        "phalanx",
+        {"backfill_depth_per_queue": "1", "cap_min_members": "2"},
+        "one binding reservation per queue for gangs of two or more pods (EASY for the gangs "
+        "whose reservations drain several nodes); gangs of one pod reserve as in the default",
+    ),
+    "speculate-0.5": (
+        "phalanx",
+        {"speculate": "0.5"},
+        "speculative backfilling: a gang without a binding reservation starts on held capacity "
+        "whose holds begin at least half its time limit from now, and is evicted if it still "
+        "runs when their start is due",
+    ),
+    "speculate-0.25": (
+        "phalanx",
+        {"speculate": "0.25"},
+        "speculative backfilling on holds at least a quarter of the gang's time limit away",
+    ),
 }
 
 

@@ -106,6 +106,8 @@ class _Cycle:
     #: before it in the walk; and the shapes found not to fit even so.
     slippers: list[tuple[str, int]] = field(default_factory=list)
     no_slip: set[tuple[int, int | None, int | None]] = field(default_factory=set)
+    #: `Policy.speculate`: gangs started on held capacity, with when they yield it.
+    speculative: dict[str, float] = field(default_factory=dict)
 
 
 def _queue_shares(prep: Prepared, policy: Policy) -> tuple[bool, float]:
@@ -187,6 +189,16 @@ class Walk:
             if not r.gang.evicting:
                 q = r.gang.queue
                 self.lowest[q] = min(self.lowest.get(q, r.gang.priority), r.gang.priority)
+        #: Speculative gangs whose capacity is held for a reservation by now (`Policy.speculate`):
+        #: a gang whose start is due on that capacity evicts them.
+        self.yielding = [
+            r
+            for r in prep.running
+            if r.gang.yield_by is not None
+            and r.gang.yield_by <= now
+            and not r.gang.evicting
+            and not r.evicted
+        ]
 
     # -- start now ---------------------------------------------------------------------------
 
@@ -293,15 +305,19 @@ class Walk:
                     q.alloc[i] -= x
                 q.alloc_fair -= v.fair
                 q.running -= 1
-            verb = "reclaim" if reason is EvictionReason.RECLAIMED else "preempt"
-            self.c.evictions.append(
-                Eviction(
-                    gang=v.gang.id,
-                    reason=reason,
-                    for_gang=w.gang.id,
-                    message=f"evicted to {verb} capacity for {w.gang.id} "
-                    f"(queue {w.queue.name}, priority {w.gang.priority})",
+            if reason is EvictionReason.RESERVATION_DUE:
+                message = (
+                    f"started speculatively on capacity held for a reservation; the start of "
+                    f"{w.gang.id} (queue {w.queue.name}) is due on it now"
                 )
+            else:
+                verb = "reclaim" if reason is EvictionReason.RECLAIMED else "preempt"
+                message = (
+                    f"evicted to {verb} capacity for {w.gang.id} "
+                    f"(queue {w.queue.name}, priority {w.gang.priority})"
+                )
+            self.c.evictions.append(
+                Eviction(gang=v.gang.id, reason=reason, for_gang=w.gang.id, message=message)
             )
 
     def _hopeless(self, kind: str, w: GangWork) -> bool:
@@ -658,11 +674,16 @@ class Walk:
             return True
         # Capacity already on its way back (gangs being evicted, past their limit)?
         soon = None
-        if self._may_evict(w) and self.state.events and self.state.events[0].time <= now:
+        if (
+            (self.yielding or self._may_evict(w))
+            and self.state.events
+            and self.state.events[0].time <= now
+        ):
             soon = start_on_due(self.state, w, now, **self._caches())
         if soon is not None:
             self.hold(w, soon.outcome.assignment or [], now)
             self._promise(w)
+            self._take_yielded(w, soon.outcome.assignment or [])
             c.reasons[gid] = self.decision(
                 w,
                 Reason.WAITING_FOR_RESERVATION,
@@ -683,6 +704,8 @@ class Walk:
                 eta=now,
                 placement=self._placement(got),
             )
+            return True
+        if self.policy.speculate > 0 and self._speculate(w, end):
             return True
         if self.policy.owed_slip > 0:
             self._note_slipper(w)
@@ -705,6 +728,57 @@ class Walk:
                 return True
         self.explain(w, end, out, chosen)
         return True
+
+    def _speculate(self, w: GangWork, end: float) -> bool:
+        """`Policy.speculate`: start `w` on capacity held for reservations whose holds there
+        begin at least f × its time limit from now, if it holds no binding reservation itself
+        (its promise is that one). Its capacity is released, in this walk's plans and in every
+        later cycle's (`RunningGang.yield_by`), at the first hold's start on its nodes, so no
+        reservation planned around it moves."""
+        if w.duration == math.inf or not self.state.hold_count:
+            return False
+        if self._may_plan(w) and not self._not_binding(w):
+            return False
+        now = self.now
+        out = self.try_now(w, now + self.policy.speculate * w.duration)
+        if out.assignment is None:
+            return False
+        nodes = sorted({n for _, n in out.assignment})
+        holds = self.state.holds
+        yield_by = min(
+            (h.start for n in nodes for h in holds[n] if h.start > now and h.end > now),
+            default=math.inf,
+        )
+        c, gid = self.c, w.gang.id
+        self.commit_now(w, out.assignment, min(end, yield_by))
+        c.bound[gid] = out.assignment
+        c.bind_order.append(w)
+        c.bound_leaves[gid] = out.leaves
+        msg = self._bound_message(w, out, backfilled=False)
+        if yield_by < end:
+            c.speculative[gid] = yield_by
+            held = ", ".join(self.state.held_gangs(nodes, end)[:3])
+            msg += (
+                f"; started speculatively on capacity held for {held} from "
+                f"{format_duration(yield_by - now)} on: its time limit "
+                f"({format_duration(w.duration)}) runs past that, so it is evicted whole "
+                f"({EvictionReason.RESERVATION_DUE.value}) if it still runs when their start "
+                "is due"
+            )
+        c.reasons[gid] = self.decision(w, Reason.BACKFILLED, msg, placement=self._placement(out))
+        return True
+
+    def _take_yielded(self, w: GangWork, assignment: list[tuple[str, int]]) -> None:
+        """Evict the speculative gangs past their `yield_by` on the nodes `w` starts on now
+        (`w`'s start is due on the capacity they were lent)."""
+        if not self.yielding:
+            return
+        nodes = {n for _, n in assignment}
+        victims = [
+            r for r in self.yielding if not r.evicted and any(n in nodes for n, _ in r.nodes)
+        ]
+        if victims:
+            self.evict(victims, EvictionReason.RESERVATION_DUE, w)
 
     def _note_slipper(self, w: GangWork) -> None:
         """`Policy.owed_slip`: note `w` for a second walk that starts it first if its queue is
@@ -892,7 +966,10 @@ class Walk:
 
     def _cap_exempt(self, w: GangWork) -> bool:
         """`owed_uncapped`: a gang owed its queue's share (rule 3) reserves whatever the cap, and
-        is not counted against it: the cap is for the starving gangs of queues at their share."""
+        is not counted against it: the cap is for the starving gangs of queues at their share.
+        `cap_min_members`: nor is a gang of fewer members."""
+        if sum(len(s.pods) for s in w.shapes) < self.policy.cap_min_members:
+            return True
         return self.policy.owed_uncapped and self._owed_reserve(w)
 
     def _owed_reserve(self, w: GangWork) -> bool:
@@ -1401,6 +1478,7 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             gid: {pod: names[n] for pod, n in sorted(got)}
             for gid, got in sorted(c.extra_bound.items())
         },
+        speculative=dict(sorted(c.speculative.items())),
     )
 
 

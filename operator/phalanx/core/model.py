@@ -135,6 +135,10 @@ class RunningGang:
     """A partly bound gang's members not bound yet, each with the node its decision record
     names: the cycle rolls the gang forward (`CycleResult.roll_forward`) when they all still fit
     there, and back (`CycleResult.roll_back`) otherwise."""
+    yield_by: float | None = None
+    """A speculative start (`Policy.speculate`): from this time on its capacity is held for a
+    reservation, so plans count it free from then, and a gang whose start is due on it then
+    evicts it (`EvictionReason.RESERVATION_DUE`). None: it runs to its end or time limit."""
     creation_time: float | None = None
     """When its PodGroup was created (None: unknown). With its `start_time` this is the wait it
     had before it started, which `Policy.preempt_starving` weighs (a gang that waited long is
@@ -274,6 +278,11 @@ class Policy:
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = 0
     """Binding reservations per queue per cycle (0: no cap beyond `backfill_depth`)."""
+    cap_min_members: int = 0
+    """`backfill_depth_per_queue` caps and counts only gangs of at least this many members
+    (0 or 1: every gang). A gang of one pod drains one node for its reservation; a gang of many
+    drains many, and several such reservations at once are conservative backfill, which the
+    HPC literature finds costs the mean wait against one at a time (EASY) (for measuring)."""
     reserve_min_members: int = 0
     """Only gangs of at least this many members (pods placed at once) hold binding
     reservations (0 or 1: any gang)."""
@@ -363,6 +372,16 @@ class Policy:
     """`owed_slip` for every gang, not only those of queues below their share (Talby and
     Feitelson's slack for all jobs; for measuring): within a queue too, a gang that fits now
     only on held capacity starts first if every reservation it pushes back keeps its slack."""
+    speculate: float = 0.0
+    """Speculative backfilling (Perkovic & Keleher, "Randomization, speculation, and
+    adaptation in batch schedulers", SC 2000) with this fraction f of a gang's time limit (0:
+    off; measured in issue 19's eighth round). A gang that holds no binding reservation and
+    cannot start now only because capacity is held for reservations may start on that capacity
+    when every hold it overlaps starts at least f × its time limit from now: time limits are
+    upper bounds, and many gangs end well within them. Its capacity counts as free from the
+    first such hold's start in every plan (`RunningGang.yield_by`), so no reservation moves;
+    if it still runs when a gang's start is due on that capacity, it is evicted whole
+    (`ReservationDue`) and restarts from zero."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False
@@ -499,3 +518,6 @@ class CycleResult:
     extra_bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Gang id → pod id → node for waiting members of gangs that already run: each bind stands
     alone (one that fails leaves that pod pending, never rolls the gang back)."""
+    speculative: Mapping[str, float] = field(default_factory=dict)
+    """Gang id → `RunningGang.yield_by` for gangs of `bindings` started speculatively on
+    capacity held for reservations (`Policy.speculate`): the adapter keeps it with the gang."""

@@ -37,6 +37,9 @@ class EvictionReason(enum.StrEnum):
     TIME_LIMIT_EXCEEDED = "TimeLimitExceeded"
     MEMBER_FAILED = "MemberFailed"
     BIND_FAILED = "BindFailed"
+    RESERVATION_DUE = "ReservationDue"
+    """Started speculatively on held capacity (`Policy.speculate`) and still running when a
+    gang's start came due on it."""
 
 
 def format_duration(seconds: float) -> str:

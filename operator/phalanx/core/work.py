@@ -37,9 +37,12 @@ class RunState:
 
     @property
     def end(self) -> float:
-        """When its time limit ends (inf without one)."""
+        """When its time limit ends (inf without one), or when it yields its capacity to a
+        reservation if it started speculatively and that comes first."""
         limit = self.gang.time_limit
-        return math.inf if limit is None else self.gang.start_time + limit
+        end = math.inf if limit is None else self.gang.start_time + limit
+        y = self.gang.yield_by
+        return end if y is None or y >= end else y
 
 
 @dataclass(slots=True)

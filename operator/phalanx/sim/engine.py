@@ -489,7 +489,11 @@ class Replay:
             if victim is not None:
                 self._evict(victim, eviction.reason.value, t_s)
         for gang_id, pods in result.bindings.items():
-            self._start(self.by_gang[gang_id], dict(pods), t_s)
+            sim = self.by_gang[gang_id]
+            self._start(sim, dict(pods), t_s)
+            yield_by = result.speculative.get(gang_id)
+            if yield_by is not None and sim.running is not None:
+                sim.running = replace(sim.running, yield_by=yield_by)
         return result
 
     def _pod_cycle(self, t_s: float) -> None:

@@ -231,9 +231,15 @@ class RunningBuilder:
         self._waiting: list[Member] = []
         self._required: str | None = None
         self._created: float | None = None
+        self._yield_by: float | None = None
 
     def queue(self, name: str) -> Self:
         self._queue = name
+        return self
+
+    def yields_by(self, t: float) -> Self:
+        """Started speculatively: its capacity is held for a reservation from `t`."""
+        self._yield_by = t
         return self
 
     def created(self, t: float) -> Self:
@@ -298,6 +304,7 @@ class RunningBuilder:
             waiting=tuple(self._waiting),
             topology_required=self._required,
             creation_time=self._created,
+            yield_by=self._yield_by,
         )
 
 

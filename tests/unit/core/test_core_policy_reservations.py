@@ -154,6 +154,33 @@ def test_per_queue_depth_caps_binding_reservations() -> None:
     assert "queue default already holds 1 reservation" in capped.gangs["ns/g2"].message
 
 
+def test_the_per_queue_cap_can_leave_gangs_of_one_pod_alone() -> None:
+    """The cap's cycle with a third node, busy until NOW + 300, and a starving gang of one pod,
+    `one` (8 GPUs, limit 1,000 s, created NOW − 3,000), planned after g1 and g2 (older). With
+    the cap of one reservation per queue only g1 reserves. With `cap_min_members=2` the cap
+    counts and holds back only gangs of two or more pods: g1 reserves n00 + n01 from NOW + 200,
+    g2 is still capped, and `one` reserves n02 from NOW + 300."""
+    run = [
+        running("r0").on(N0).started(NOW).time_limit(100),
+        running("r1").on(N1).started(NOW).time_limit(200),
+        running("r2").on("s0-l0-n02").started(NOW).time_limit(300),
+    ]
+    pending = [
+        gang("g1").pods(2).created(NOW - 5000).time_limit(1000),
+        gang("g2").pods(2).created(NOW - 4000).time_limit(1000),
+        gang("one").pods(1).created(NOW - 3000).time_limit(1000),
+    ]
+    snap = snapshot(fabric(1, 1, 3), running=run, pending=pending)
+    cap = Policy(reserve_after_limits=1.0, backfill_depth_per_queue=1)
+    assert set(schedule(snap, cap, NOW).reservations) == {"ns/g1"}
+    multi = schedule(snap, replace(cap, cap_min_members=2), NOW)
+    assert {g: x.start for g, x in multi.reservations.items()} == {
+        "ns/g1": NOW + 200,
+        "ns/one": NOW + 300,
+    }
+    assert multi.reservations["ns/one"].nodes == ("s0-l0-n02",)
+
+
 def test_eta_switch_changes_no_decision() -> None:
     """`estimate_unreserved=False` (the simulator) drops the non-binding ETA of the fresh
     `big` and nothing else: `long` still starts on n01."""

@@ -509,6 +509,75 @@ cycle 5× on Philly. What it shows: the capacity `ee9e8c` needs is held for gang
 already waited more than twice their bound (the slack is spent), so slack-based backfilling
 cannot give it to `ee9e8c` without breaking the promise a starving gang holds.
 
+**Eighth round (2026-12-02): where the idle GPU-time goes, and speculative backfilling;
+measured, not shipped.** The utilisation goal is missed on cluster03 alone (−0.86 points), and
+nothing measured said which idle capacity a mechanism should win back. `python -m
+phalanx.sim.idle --trace itp:bench/traces/msr-itp-2021/cluster03.csv --shape small --policy
+NAME` (new; hand-worked unit tests in `tests/unit/sim/test_sim_idle.py`) charges the GPUs free
+after each cycle, until the next, within the arrival window, to one of: *held* by a binding
+reservation; *fits*, a pending gang fits on the rest and was left waiting; *fragmented*, some
+pending gang needs no more GPUs than are free but fits on no set of nodes; *too few* for any
+pending gang; *nothing pending*. What is left is capacity freed between cycles (≤ 60 s of
+latency). Percent of the window's GPU-time, `volcano` → `phalanx` (full traces; 1–9 min each,
+two replays side by side):
+
+| trace | held | fits | fragmented | too few | nothing pending | latency | busy (utilisation) |
+|---|---|---|---|---|---|---|---|
+| cluster03 | 0 → 1.26 | 0 → 0 | 0.44 → 0.06 | 0.42 → 0.30 | 25.17 → 25.26 | 0.08 → 0.08 | 73.89 → 73.03 |
+| cluster02 | 0 → 3.07 | 0 → 0 | 3.11 → 0.90 | 2.63 → 1.00 | 28.36 → 29.23 | 0.05 → 0.05 | 65.85 → 65.75 |
+| cluster04 | 0 → 1.80 | 0 → 0 | 0.81 → 0.19 | 0.28 → 0.17 | 2.30 → 1.62 | 0.05 → 0.05 | 96.56 → 96.17 |
+
+On cluster03 a quarter of all GPU-time passes with nothing pending, the same under both
+policies (its arrivals come in bursts): the overload is in bursts, not throughout. Phalanx's
+order and placement win back 0.50 points of fragmentation and too-few, and its reservations
+hold 1.26 points idle: the drain is the whole gap. Of the held time, a pending gang would fit on
+it for 0.87 points (0.36 with the reservation due within 1 h, 0.43 in 1–6 h) if it could run
+past the reservation's start; for 0.38 points none would fit at all.
+
+That is what speculative backfilling lends (Perkovic & Keleher, "Randomization, speculation,
+and adaptation in batch schedulers", SC 2000). The core knob `speculate` = f (off; five
+hand-worked unit tests in `tests/unit/core/test_core_policy_speculate.py`, each checked red): a
+gang that holds no binding reservation and fits now only on held capacity starts there when
+every hold it overlaps begins at least f × its time limit from now; plans count its capacity
+free from the first hold's start (`RunningGang.yield_by`), so no reservation moves; if it still
+runs when a gang's start is due on that capacity, it is evicted whole (`ReservationDue`) and
+restarts from zero. Replays (`speculate-0.5` in the table above; f = 0.8 and 0.95 as custom
+settings on cluster03):
+
+- cluster03, f = 0.5: utilisation 72.77% (the default 73.03%), mean 78.50 h (78.12), p95
+  298.66 h (288.43); 181 evictions threw away 2,023 GPU-h (1.34 points: more than the 1.26
+  held idle), and the held time grew to 1.52 points. f = 0.8: 73.04%, 77.81 h, 12 evictions,
+  130 GPU-h; f = 0.95: 72.92%, 79.72 h, one eviction — both within the replays' noise.
+- cluster02, f = 0.5: 66.32% counting 1,753 GPU-h that 156 evictions threw away (0.96
+  points; 65.36% of useful work against the default's 65.75%), mean 4.48 h, p95 22.40 h,
+  largest 144.9 h.
+- cluster04, f = 0.5: 96.88% counting 9,314 GPU-h that 2,143 evictions threw away (1.27
+  points; 95.61% of useful work against 96.17%), mean 11.56 → 13.09 h, p95 36.89 → 41.19 h,
+  largest 50.0 → 46.0 h.
+
+Why it cannot work here: the time limits round a run up to the next of 30 min, 1, 2, 4, 8,
+12, 24, 48, 72 h, …, so a job whose limit is 1 h to 72 h runs more than half of it, and a gang
+admitted on a window of half its limit mostly does not finish in it; with f near 1 hardly a gang is
+admitted that backfill would not start anyway. Users' limits are looser than this model's,
+so a real cluster would admit more and lose more. On Philly, the short queue's 2–8-GPU jobs
+run ~44 h (fifth round) against windows of hours: not replayed.
+
+One more cap, `cap_min_members` (a core knob; unit test in `test_core_policy_reservations.py`):
+`backfill_depth_per_queue` counts and holds back only gangs of at least that many pods, so a
+queue holds one multi-node reservation at a time (EASY for the reservations that drain several
+nodes) and single-pod gangs reserve as in the default (`per-queue-1-multi-node`). cluster04:
+mean 11.09 h (−19.1%, the goal −20%), p95 35.08 h, utilisation 96.08%, largest 51.4 h;
+cluster03: 73.09%, mean 79.32 h; cluster02: mean 5.10 h, p95 25.99 h (the default 4.52 h and
+24.46 h, one reservation per queue for every gang 4.13 h and 22.08 h). Capping the multi-node
+reservations alone does not reach cluster04's mean, and on cluster02 the single-pod
+reservations it leaves uncapped cost more than all of them capped; not replayed on Philly.
+
+Not shipped: neither moves a missed goal. What it settles: cluster03's utilisation gap is the
+drain of the largest gangs' reservations, and the capacity drained can be lent only to gangs
+that would run past the reservation, which under time limits that are upper bounds loses more
+work than it wins. What is left to trade is how many gangs hold reservations at once — against
+the largest class's wait and Philly's queue share, as the second to fourth rounds measured.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
@@ -572,6 +641,9 @@ measured, with why):
   load 1.09 of its 128 GPUs). Second round: one reservation per queue 73.18% (−0.71), two
   73.06%; the only setting within 0.5 points, honouring from half a leaf (73.51%), waits
   90.37 h on average (−11.5%, the mean goal missed); every higher work weight lowers it.
+  Where the 0.86 points go (eighth round, `phalanx.sim.idle`): the reservations hold 1.26
+  points of GPU-time idle while gangs wait, and better packing wins back 0.50 (fragmentation
+  and too-few); lending the held capacity speculatively threw away more than it gained.
 - **Philly, mean wait**: met since rule 5 (7.19 h, −22.9%, at 78.07% utilisation). Before it:
   −19.2% (7.53 h against 9.32 h; the goal, −20%, is 7.46 h: short by
   0.07 h, 1% of the mean). 93% of Philly's jobs use one GPU and wait 3.6 h on average against

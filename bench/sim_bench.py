@@ -521,11 +521,14 @@ pending gang; *nothing pending*. What is left is capacity freed between cycles (
 latency). Percent of the window's GPU-time, `volcano` → `phalanx` (full traces; 1–9 min each,
 two replays side by side):
 
-| trace | held | fits | fragmented | too few | nothing pending | latency | busy (utilisation) |
-|---|---|---|---|---|---|---|---|
-| cluster03 | 0 → 1.26 | 0 → 0 | 0.44 → 0.06 | 0.42 → 0.30 | 25.17 → 25.26 | 0.08 → 0.08 | 73.89 → 73.03 |
-| cluster02 | 0 → 3.07 | 0 → 0 | 3.11 → 0.90 | 2.63 → 1.00 | 28.36 → 29.23 | 0.05 → 0.05 | 65.85 → 65.75 |
-| cluster04 | 0 → 1.80 | 0 → 0 | 0.81 → 0.19 | 0.28 → 0.17 | 2.30 → 1.62 | 0.05 → 0.05 | 96.56 → 96.17 |
+| trace | held | fragmented | too few | nothing pending | latency | busy |
+|---|---|---|---|---|---|---|
+| cluster03 | 0 → 1.26 | 0.44 → 0.06 | 0.42 → 0.30 | 25.17 → 25.26 | 0.08 → 0.08 | 73.89 → 73.03 |
+| cluster02 | 0 → 3.07 | 3.11 → 0.90 | 2.63 → 1.00 | 28.36 → 29.23 | 0.05 → 0.05 | 65.85 → 65.75 |
+| cluster04 | 0 → 1.80 | 0.81 → 0.19 | 0.28 → 0.17 | 2.30 → 1.62 | 0.05 → 0.05 | 96.56 → 96.17 |
+
+*Fits* is 0 for both policies on all three: no GPU sat idle that a pending gang could have
+used without running into a reservation.
 
 On cluster03 a quarter of all GPU-time passes with nothing pending, the same under both
 policies (its arrivals come in bursts): the overload is in bursts, not throughout. Phalanx's

@@ -293,6 +293,12 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "one binding reservation per queue for gangs of two or more pods (EASY for the gangs "
         "whose reservations drain several nodes); gangs of one pod reserve as in the default",
     ),
+    "min-members-2-owed-small": (
+        "phalanx",
+        {"reserve_min_members": "2", "owed_small": "true"},
+        "only gangs of two or more pods reserve for starving; a gang of one pod reserves only "
+        "when its queue is owed its deserved share",
+    ),
     "speculate-0.5": (
         "phalanx",
         {"speculate": "0.5"},

@@ -975,7 +975,7 @@ class Walk:
     def _owed_reserve(self, w: GangWork) -> bool:
         return (
             self.policy.reserve_under_share
-            and self._may_reserve(w)
+            and (self._may_reserve(w) or self.policy.owed_small)
             and self._owed(w)
             and self._owed_room(w)
         )
@@ -1007,7 +1007,8 @@ class Walk:
             return f"queue {q.name} already holds {cap} reservation{'' if cap == 1 else 's'}"
         if not self._bounded():
             return ""
-        if not self._may_reserve(w):
+        small = not self._may_reserve(w)
+        if small and not (p.owed_small and p.reserve_under_share and self._owed(w)):
             m = self.policy.reserve_min_members
             return (
                 f"only gangs of {m} or more members hold reservations; it starts where it fits "
@@ -1015,7 +1016,7 @@ class Walk:
             )
         wait = max(0.0, self.now - w.gang.creation_time)
         bound = self._bound(w)
-        if wait >= bound:
+        if wait >= bound and not small:
             return ""
         if p.reserve_under_share and self._owed(w):
             if self._owed_room(w):

@@ -286,6 +286,10 @@ class Policy:
     reserve_min_members: int = 0
     """Only gangs of at least this many members (pods placed at once) hold binding
     reservations (0 or 1: any gang)."""
+    owed_small: bool = False
+    """Gangs below `reserve_min_members` still hold binding reservations when their queue is
+    owed its deserved share (`reserve_under_share`): size decides whether a gang needs
+    capacity gathered to escape starvation, not whether its queue is owed (for measuring)."""
     reserve_per_member: bool = False
     """Divide the starvation bound by the gang's members (pods placed at once)."""
     reserve_by_deadline: bool = False

@@ -447,6 +447,37 @@ def test_gangs_owed_their_share_reserve_beyond_the_per_queue_cap() -> None:
     }
 
 
+def test_gangs_of_one_pod_reserve_only_when_owed_with_owed_small() -> None:
+    """The cluster above (queue `b` on all three nodes until NOW + 100, + 200, + 300; `a`
+    owed its share). `a1` (one pod, fresh) reserves n00 from NOW + 100 as an owed gang. With
+    `reserve_min_members=2` a gang of one pod never reserves, owed or not; with `owed_small`
+    too it reserves again because its queue is owed. `b`'s one-pod gang `b9`, not
+    owed (its queue borrows) and past its bound (created NOW − 2,000, limit 1,000 s), holds no
+    reservation either way: starvation reservations are still for gangs of two pods or more."""
+    nodes = [N0, N1, "s0-l0-n02"]
+    run = [
+        running(f"rb{i}").queue("b").on(n).started(NOW - 50).time_limit(150 + 100 * i)
+        for i, n in enumerate(nodes)
+    ]
+    pending = [
+        gang("a1").queue("a").pods(1).created(NOW - 20).time_limit(1000),
+        gang("b9").queue("b").pods(1).created(NOW - 2000).time_limit(1000),
+    ]
+    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
+    snap = snapshot(fabric(1, 1, 3), queues, run, pending)
+    owed = Policy(reserve_after_limits=1.0, reserve_under_share=True)
+    assert set(schedule(snap, owed, NOW).reservations) == {"ns/a1", "ns/b9"}
+    large_only = replace(owed, reserve_min_members=2)
+    none = schedule(snap, large_only, NOW)
+    assert set(none.reservations) == set()
+    assert "only gangs of 2 or more members" in none.gangs["ns/a1"].message
+    small = schedule(snap, replace(large_only, owed_small=True), NOW)
+    assert {g: (x.start, x.nodes) for g, x in small.reservations.items()} == {
+        "ns/a1": (NOW + 100, (N0,)),
+    }
+    assert "only gangs of 2 or more members" in small.gangs["ns/b9"].message
+
+
 def _owed_and_starving() -> object:
     """Two nodes; n00 runs `rb` of queue `b` (8 GPUs) until NOW + 100, n01 is free. Queue `b`
     has `b1` pending (2 × 8 GPUs, limit 1,000 s, waited 5,000 s: starving); queue `a` has `a1`

@@ -880,7 +880,7 @@ class Walk:
         return GangKey(w.gang, w.fair, work)
 
     def _starving(self, w: GangWork) -> bool:
-        return self._starved(sum(len(s.pods) for s in w.shapes), w.duration, w.gang.creation_time)
+        return self._starved(_pods(w), w.duration, w.gang.creation_time)
 
     def _starved(self, members: int, duration: float, created: float) -> bool:
         """Whether a gang of `members` pods, time limit `duration`, created at `created` is
@@ -925,7 +925,7 @@ class Walk:
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""
-        return self._honoured_size_of(sum(len(s.pods) for s in w.shapes))
+        return self._honoured_size_of(_pods(w))
 
     def _honoured_size_of(self, members: int) -> bool:
         """Whether a gang of `members` pods is large enough for `_starts_first`: at least
@@ -944,12 +944,12 @@ class Walk:
         a gang of one pod fits wherever one node frees, so greedy placement in the order
         serves it; only gangs whose members must be gathered from several places at once
         need capacity held for them (LSF reserves slots for parallel jobs only)."""
-        return sum(len(s.pods) for s in w.shapes) >= self.policy.reserve_min_members
+        return _pods(w) >= self.policy.reserve_min_members
 
     def _bound(self, w: GangWork) -> float:
         """`w`'s starvation bound (`ordering.starvation_bound`), per member when
         `reserve_per_member`."""
-        return self._bound_for(w.duration, sum(len(s.pods) for s in w.shapes))
+        return self._bound_for(w.duration, _pods(w))
 
     def _bound_for(self, duration: float, members: int) -> float:
         p = self.policy
@@ -968,7 +968,7 @@ class Walk:
         """`owed_uncapped`: a gang owed its queue's share (rule 3) reserves whatever the cap, and
         is not counted against it: the cap is for the starving gangs of queues at their share.
         `cap_min_members`: nor is a gang of fewer members."""
-        if sum(len(s.pods) for s in w.shapes) < self.policy.cap_min_members:
+        if _pods(w) < self.policy.cap_min_members:
             return True
         return self.policy.owed_uncapped and self._owed_reserve(w)
 
@@ -1089,7 +1089,7 @@ class Walk:
     def _need(self, w: GangWork) -> str:
         if w.gpus:
             return units(w.gpus, True)
-        return units(sum(len(s.pods) for s in w.shapes), False)
+        return units(_pods(w), False)
 
     def _usable_gpus(self, w: GangWork) -> int:
         st = self.state
@@ -1342,6 +1342,11 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+def _pods(w: GangWork) -> int:
+    """The pods `w` places at once (its members across shapes)."""
+    return sum(len(s.pods) for s in w.shapes)
 
 
 def _shape_key(w: GangWork) -> tuple[int, int | None, int | None] | None:

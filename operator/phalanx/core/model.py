@@ -379,13 +379,14 @@ class Policy:
     speculate: float = 0.0
     """Speculative backfilling (Perkovic & Keleher, "Randomization, speculation, and
     adaptation in batch schedulers", SC 2000) with this fraction f of a gang's time limit (0:
-    off; measured in issue 19's eighth round). A gang that holds no binding reservation and
-    cannot start now only because capacity is held for reservations may start on that capacity
-    when every hold it overlaps starts at least f × its time limit from now: time limits are
-    upper bounds, and many gangs end well within them. Its capacity counts as free from the
-    first such hold's start in every plan (`RunningGang.yield_by`), so no reservation moves;
-    if it still runs when a gang's start is due on that capacity, it is evicted whole
-    (`ReservationDue`) and restarts from zero."""
+    off; measured in issue 19's eighth round; the operator has no flag for it). A gang that
+    holds no binding reservation and cannot start now only because capacity is held for
+    reservations may start on that capacity when every hold it overlaps starts at least f × its
+    time limit from now: time limits are upper bounds, and a gang may end well within its own
+    (on the simulator's traces too few do: bench/SIM.md, eighth round). Its capacity counts as
+    free from the first such hold's start in every plan (`RunningGang.yield_by`), so no
+    reservation moves; if it still runs when a gang's start is due on that capacity, it is
+    evicted whole (`ReservationDue`) and restarts from zero."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     evict_before_walk: bool = False
@@ -524,4 +525,5 @@ class CycleResult:
     alone (one that fails leaves that pod pending, never rolls the gang back)."""
     speculative: Mapping[str, float] = field(default_factory=dict)
     """Gang id → `RunningGang.yield_by` for gangs of `bindings` started speculatively on
-    capacity held for reservations (`Policy.speculate`): the adapter keeps it with the gang."""
+    capacity held for reservations (`Policy.speculate`): the simulator keeps it with the gang.
+    The operator has no flag for `speculate`, so its adapter never gets one."""

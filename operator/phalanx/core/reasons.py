@@ -30,7 +30,8 @@ class Reason(enum.StrEnum):
 
 class EvictionReason(enum.StrEnum):
     """Reason of the `Evicted` condition: every way a gang loses its capacity before it ends
-    (the cycle decides the first two, the lifecycle the others)."""
+    (the cycle decides `Reclaimed`, `Preempted` and `ReservationDue`, the lifecycle the
+    others)."""
 
     RECLAIMED = "Reclaimed"
     PREEMPTED = "Preempted"

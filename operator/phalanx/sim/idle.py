@@ -33,6 +33,7 @@ from phalanx.sim.metrics import gpu_utilization
 from phalanx.sim.nodes import Cluster
 from phalanx.sim.policies import SimPolicy
 from phalanx.sim.queues import QueueSpec
+from phalanx.sim.starved import due_bucket
 from phalanx.sim.traces import TraceJob
 
 GPU = "nvidia.com/gpu"
@@ -121,7 +122,7 @@ class _Replay(engine.Replay):
             would = "a pending gang fits" if any(fits(o, free) for o in others) else "none fits"
             for k, start in due.items():
                 if free[k]:
-                    key = f"due in {_hours(start - t_s)}, {would}"
+                    key = f"due in {due_bucket(start - t_s)}, {would}"
                     self.idle.last_held[key] = self.idle.last_held.get(key, 0) + free[k]
         for k in due:
             free[k] = 0
@@ -138,13 +139,6 @@ class _Replay(engine.Replay):
         else:
             out[FRAGMENTED] = unheld
         return out
-
-
-def _hours(seconds: float) -> str:
-    for bound, label in ((1, "< 1 h"), (6, "1-6 h"), (24, "6-24 h"), (48, "24-48 h")):
-        if seconds < bound * 3600:
-            return label
-    return ">= 48 h"
 
 
 def replay(

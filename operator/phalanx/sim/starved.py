@@ -137,10 +137,13 @@ class _Replay(engine.Replay):
                     due[name] = min(due.get(name, res.start), res.start)
         if len(due) < len(whole):
             return "a whole node free that no reservation holds"
-        return f"whole nodes free, all reserved, soonest due in {_hours(min(due.values()) - t_s)}"
+        return (
+            f"whole nodes free, all reserved, soonest due in {due_bucket(min(due.values()) - t_s)}"
+        )
 
 
-def _hours(seconds: float) -> str:
+def due_bucket(seconds: float) -> str:
+    """How soon a reservation is due, in the buckets the diagnoses report."""
     for bound, label in ((1, "< 1 h"), (6, "1-6 h"), (24, "6-24 h"), (48, "24-48 h")):
         if seconds < bound * 3600:
             return label

@@ -597,6 +597,15 @@ that are upper bounds loses more work than it wins. What is left to trade is whi
 reservations, and how many at once: against the largest class's wait, Philly's utilisation and
 its queue share, as the second to fourth rounds and this one measured.
 
+Noticed, not a goal figure and not investigated: the default's *worst* wait of the smaller size
+classes is longer than `volcano`'s on most traces (worst wait h, `phalanx` against `volcano`,
+from `results/sim.json`): 2–8 GPUs cluster04 114.3 against 65.7, cluster03 651.5 against 361.2,
+cluster02 129.5 against 92.5, Philly 1,679.6 against 1,223.7; one GPU on Philly 1,964.5 against
+1,000.0 and on cluster02 65.8 against 36.4. The means of those classes are lower. Which gangs
+wait that long, and behind what (a queue's share, the starving gangs' reservations, the order),
+is not measured yet; a per-class tail figure would belong beside the goal figures if the goals
+are restated.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

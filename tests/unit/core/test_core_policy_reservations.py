@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from core_builders import fabric, gang, queue, running, snapshot
+from core_builders import GangBuilder, fabric, gang, queue, running, snapshot
 
 from phalanx.config import OperatorConfig
-from phalanx.core import Policy, Reason, schedule
+from phalanx.core import Policy, Reason, Snapshot, schedule
 from phalanx.core.model import PendingGang
 from phalanx.core.ordering import GangKey, gang_order, starving
 
@@ -416,6 +416,18 @@ def test_a_queue_owed_its_share_reserves_before_the_queues_after_it() -> None:
     assert not first.evictions and not first.bindings
 
 
+def _b_on_three_nodes(pending: list[GangBuilder]) -> Snapshot:
+    """Three nodes running gangs of queue `b` (not reclaimable) until NOW + 100, + 200 and
+    + 300; queues `a` (weight 2) and `b`; `pending` as given."""
+    nodes = [N0, N1, "s0-l0-n02"]
+    run = [
+        running(f"rb{i}").queue("b").on(n).started(NOW - 50).time_limit(150 + 100 * i)
+        for i, n in enumerate(nodes)
+    ]
+    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
+    return snapshot(fabric(1, 1, 3), queues, run, pending)
+
+
 def test_gangs_owed_their_share_reserve_beyond_the_per_queue_cap() -> None:
     """Three nodes running gangs of queue `b` (not reclaimable) until NOW + 100, + 200 and
     + 300. Queue `a` (weight 2) has `a1` and `a2` pending (8 GPUs, limit 1,000 s, fresh):
@@ -423,17 +435,11 @@ def test_gangs_owed_their_share_reserve_beyond_the_per_queue_cap() -> None:
     reservation per queue only `a1` reserves (n00 from NOW + 100) and `a2` is held back by the
     cap; with `owed_uncapped` the cap is for starving gangs of queues at their share only, and
     `a2` reserves n01 from NOW + 200."""
-    nodes = [N0, N1, "s0-l0-n02"]
-    run = [
-        running(f"rb{i}").queue("b").on(n).started(NOW - 50).time_limit(150 + 100 * i)
-        for i, n in enumerate(nodes)
-    ]
     pending = [
         gang("a1").queue("a").pods(1).created(NOW - 20).time_limit(1000),
         gang("a2").queue("a").pods(1).created(NOW - 10).time_limit(1000),
     ]
-    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
-    snap = snapshot(fabric(1, 1, 3), queues, run, pending)
+    snap = _b_on_three_nodes(pending)
     capped = Policy(reserve_after_limits=1.0, reserve_under_share=True, backfill_depth_per_queue=1)
     one = schedule(snap, capped, NOW)
     assert {g: (x.start, x.nodes) for g, x in one.reservations.items()} == {
@@ -454,17 +460,11 @@ def test_gangs_of_one_pod_reserve_only_when_owed_with_owed_small() -> None:
     too it reserves again because its queue is owed. `b`'s one-pod gang `b9`, not
     owed (its queue borrows) and past its bound (created NOW − 2,000, limit 1,000 s), holds no
     reservation either way: starvation reservations are still for gangs of two pods or more."""
-    nodes = [N0, N1, "s0-l0-n02"]
-    run = [
-        running(f"rb{i}").queue("b").on(n).started(NOW - 50).time_limit(150 + 100 * i)
-        for i, n in enumerate(nodes)
-    ]
     pending = [
         gang("a1").queue("a").pods(1).created(NOW - 20).time_limit(1000),
         gang("b9").queue("b").pods(1).created(NOW - 2000).time_limit(1000),
     ]
-    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
-    snap = snapshot(fabric(1, 1, 3), queues, run, pending)
+    snap = _b_on_three_nodes(pending)
     owed = Policy(reserve_after_limits=1.0, reserve_under_share=True)
     assert set(schedule(snap, owed, NOW).reservations) == {"ns/a1", "ns/b9"}
     large_only = replace(owed, reserve_min_members=2)

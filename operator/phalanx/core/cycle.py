@@ -231,11 +231,17 @@ class Walk:
             self.c.failed.setdefault(key, []).append((end, k))
         return out
 
-    def commit_now(self, w: GangWork, assignment: list[tuple[str, int]], end: float) -> None:
-        """Take the capacity for a gang bound now and record when it comes back."""
+    def commit_now(self, w: GangWork, out: Outcome, end: float) -> None:
+        """Bind `w` where `out` placed it: take the capacity, record when it comes back (`end`),
+        and record the binding (`CycleResult.bindings`, in bind order)."""
+        assert out.assignment is not None
+        c, gid = self.c, w.gang.id
+        c.bound[gid] = out.assignment
+        c.bind_order.append(w)
+        c.bound_leaves[gid] = out.leaves
         vec_of = {p: s.vec for s in w.shapes for p in s.pods}
         per_node: dict[int, list[int]] = {}
-        for pod, n in assignment:
+        for pod, n in out.assignment:
             acc = per_node.setdefault(n, [0] * len(w.total))
             for i, v in enumerate(vec_of[pod]):
                 acc[i] += v
@@ -663,10 +669,7 @@ class Walk:
             return True
         out = self.try_now(w, end)
         if out.assignment is not None:
-            self.commit_now(w, out.assignment, end)
-            c.bound[gid] = out.assignment
-            c.bind_order.append(w)
-            c.bound_leaves[gid] = out.leaves
+            self.commit_now(w, out, end)
             backfilled = c.first_reserved is not None
             reason = Reason.BACKFILLED if backfilled else Reason.SCHEDULED
             msg = self._bound_message(w, out, backfilled)
@@ -750,10 +753,7 @@ class Walk:
             default=math.inf,
         )
         c, gid = self.c, w.gang.id
-        self.commit_now(w, out.assignment, min(end, yield_by))
-        c.bound[gid] = out.assignment
-        c.bind_order.append(w)
-        c.bound_leaves[gid] = out.leaves
+        self.commit_now(w, out, min(end, yield_by))
         msg = self._bound_message(w, out, backfilled=False)
         if yield_by < end:
             c.speculative[gid] = yield_by

@@ -101,13 +101,16 @@ class _Replay(engine.Replay):
         self.idle.charge(t_s, first, last)
         self.last_result = None
         super()._cycle(t_s)
-        self.idle.last_held = {}
-        self.idle.last, self.idle.last_t = self._classify(t_s), t_s
+        self.idle.last, self.idle.last_held = self._classify(t_s)
+        self.idle.last_t = t_s
 
-    def _classify(self, t_s: float) -> dict[str, int]:
+    def _classify(self, t_s: float) -> tuple[dict[str, int], dict[str, int]]:
+        """Idle GPUs after this cycle by kind, and the held ones again by how soon they are due
+        and whether a pending gang would fit on them."""
         free = list(self.node_free)
+        by_due: dict[str, int] = {}
         if not self.pending:
-            return {NOTHING_PENDING: sum(free)}
+            return {NOTHING_PENDING: sum(free)}, by_due
         due: dict[int, float] = {}
         holders: set[str] = set()
         if self.last_result is not None:
@@ -123,13 +126,13 @@ class _Replay(engine.Replay):
             for k, start in due.items():
                 if free[k]:
                     key = f"due in {due_bucket(start - t_s)}, {would}"
-                    self.idle.last_held[key] = self.idle.last_held.get(key, 0) + free[k]
+                    by_due[key] = by_due.get(key, 0) + free[k]
         for k in due:
             free[k] = 0
         unheld = sum(free)
         out = {HELD: held}
         if unheld == 0:
-            return out
+            return out, by_due
         shapes = {tuple(sim.pod_gpus) for sim in self.pending.values()}
         small = [s for s in shapes if sum(s) <= unheld]
         if not small:
@@ -138,7 +141,7 @@ class _Replay(engine.Replay):
             out[FITS] = unheld
         else:
             out[FRAGMENTED] = unheld
-        return out
+        return out, by_due
 
 
 def replay(

@@ -287,6 +287,12 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "first if every reservation it pushes back still starts by its gang's creation + 2 × "
         "its starvation bound",
     ),
+    "honour-after-2": (
+        "phalanx",
+        {"honour_after": "2"},
+        "a starving gang of any size that has waited twice the 24 h bound starts first when "
+        "it fits (its reservation honoured, as a leaf's worth of nodes is at once)",
+    ),
     "per-queue-1-multi-node": (
         "phalanx",
         {"backfill_depth_per_queue": "1", "cap_min_members": "2"},

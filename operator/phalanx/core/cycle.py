@@ -902,9 +902,14 @@ class Walk:
         leaf's nodes free one by one, a gang of a whole leaf or more needs a drain, which is
         what its reservation bought; honouring every starving gang is FIFO under overload
         (bench/SIM.md). Without topology labels every node is a leaf of its own, and every
-        starving gang of two or more pods is honoured."""
+        starving gang of two or more pods is honoured. `honour_after` honours any starving
+        gang once it has waited that many times the absolute bound."""
         p = self.policy
-        if not self._honoured_size(w) or not self._starving(w):
+        if not self._starving(w):
+            return False
+        if not self._honoured_size(w) and not self._long_starved(
+            _pods(w), w.duration, w.gang.creation_time
+        ):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
         # reclaim it at once, and it would start first again the next cycle (a livelock).
@@ -921,7 +926,21 @@ class Walk:
             return False
         members = len(g.members)
         limit = math.inf if g.time_limit is None else g.time_limit
-        return self._honoured_size_of(members) and self._starved(members, limit, g.creation_time)
+        if not self._starved(members, limit, g.creation_time):
+            return False
+        return self._honoured_size_of(members) or self._long_starved(
+            members, limit, g.creation_time
+        )
+
+    def _long_starved(self, members: int, duration: float, created: float) -> bool:
+        """Whether a gang has waited `honour_after` times the absolute starvation bound
+        (its own bound when there is none): its reservation is then honoured whatever its size
+        (`Policy.honour_after`)."""
+        p = self.policy
+        if p.honour_after <= 0:
+            return False
+        base = p.reserve_after_s if p.reserve_after_s > 0 else self._bound_for(duration, members)
+        return self.now - created >= p.honour_after * base
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""

@@ -389,6 +389,17 @@ class Policy:
     evicted whole (`ReservationDue`) and restarts from zero."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
+    honour_after: float = 0.0
+    """A starving gang of any size that has waited this many times the absolute starvation
+    bound (`reserve_after_s`; its own bound when that is 0) and fits now starts before the
+    walk, as `start_starving_leaves` starts the large ones (0: off; measured in issue 19's
+    ninth round). A second rung of the starvation ladder: past its bound a gang holds a
+    binding reservation; past this the reservation is honoured, so the capacity it drained is
+    not handed to a gang of less work first, which is what keeps long-limit gangs below a
+    leaf in the default's queue many times longer than under `volcano` (bench/SIM.md, ninth
+    round). Counted on the absolute bound, not the relative one: a 30-minute job is past twice
+    its own bound within an hour. For measuring: under overload the order cascades into FIFO
+    (k = 2: cluster04 mean 11.56 → 21.24 h)."""
     evict_before_walk: bool = False
     """Let gangs planned before the walk (starving, or owed their queue's share) reclaim and
     preempt there (the code before issue 19's churn fix; for measuring). Off: a gang that

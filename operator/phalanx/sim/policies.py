@@ -156,6 +156,10 @@ _SETTABLE = {
 def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
     """`policy` with core fields changed (`name=value` strings, as `--set` gives them).
 
+    `usage_decay` is the simulator's switch, not a core field: off, queues accrue no usage and
+    their deserved shares are water-filled by weight alone, as the fairness reference is (to
+    measure what the decayed fair share costs the share goal).
+
     `ValueError` naming the setting for an unknown field, a value that is not a number (or not
     true/false for a switch), or a negative or non-finite number."""
     if not settings:
@@ -163,10 +167,19 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
     if policy.core is None:
         raise ValueError(f"policy {policy.name!r} has no core settings to change")
     changes: dict[str, object] = {}
+    decay = policy.usage_decay
     for name, raw in settings.items():
+        if name == "usage_decay":
+            text = raw.strip().lower()
+            if text not in ("true", "false", "1", "0"):
+                raise ValueError(f"--set {name}={raw}: must be true or false")
+            decay = text in ("true", "1")
+            continue
         kind = _SETTABLE.get(name)
         if kind is None:
-            raise ValueError(f"--set {name}: not a setting; use one of {', '.join(_SETTABLE)}")
+            raise ValueError(
+                f"--set {name}: not a setting; use one of usage_decay, {', '.join(_SETTABLE)}"
+            )
         text = raw.strip().lower()
         if kind == "bool":
             if text not in ("true", "false", "1", "0"):
@@ -190,4 +203,5 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
         policy,
         description=f"{policy.description}; with {label}",
         core=replace(policy.core, **changes),  # type: ignore[arg-type]
+        usage_decay=decay,
     )

@@ -359,6 +359,29 @@ def test_a_starving_gang_of_several_members_starts_before_the_order() -> None:
     assert set(solo.bindings) == {"ns/small"}
 
 
+def test_a_gang_starving_twice_the_absolute_bound_starts_before_the_order() -> None:
+    """One free node. `whole` (one 8-GPU pod, limit 100,000 s) and `small` (8 GPUs, limit
+    60 s, created a second later); the bound is min(1 × limit, 2,000 s) = 2,000 s. `whole`
+    has waited 3,600 s: starving, but of one pod, so the order serves `small` first (work)
+    and `whole` reserves from NOW + 60. With `honour_after=2` it is honoured only past
+    2 × 2,000 s = 4,000 s: at 3,600 s still not; created at NOW - 4,000 it starts on the node
+    before the walk and `small` waits."""
+    order = Policy(reserve_after_limits=1.0, reserve_after_s=2000.0, work_weight=1.0)
+    ladder = replace(order, honour_after=2.0)
+
+    def cycle(created: float, policy: Policy) -> set[str]:
+        pending = [
+            gang("whole").pods(1, gpu=8).created(created).time_limit(100_000),
+            gang("small").pods(1).created(created + 1).time_limit(60),
+        ]
+        return set(schedule(snapshot(fabric(1, 1, 1), pending=pending), policy, NOW).bindings)
+
+    assert cycle(NOW - 3600, order) == {"ns/small"}
+    assert cycle(NOW - 3600, ladder) == {"ns/small"}
+    assert cycle(NOW - 4000, order) == {"ns/small"}
+    assert cycle(NOW - 4000, ladder) == {"ns/whole"}
+
+
 def test_a_starving_gang_of_a_whole_leaf_starts_before_the_order() -> None:
     """One leaf of two nodes. `leaf` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its
     bound, and needs the whole leaf; `small` (8 GPUs, limit 60 s, created a second later)

@@ -31,6 +31,14 @@ def test_settings_change_only_the_named_fields() -> None:
     assert with_settings(base, {"reserve_under_share": "false"}).core.reserve_under_share is False  # type: ignore[union-attr]
 
 
+def test_usage_decay_is_the_simulators_switch_not_a_core_field() -> None:
+    base = get_policy("phalanx")
+    off = with_settings(base, {"usage_decay": "false", "work_weight": "2"})
+    assert (base.usage_decay, off.usage_decay) == (True, False)
+    assert off.core is not None and off.core.work_weight == 2.0
+    assert with_settings(base, {"work_weight": "2"}).usage_decay is True
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -40,6 +48,7 @@ def test_settings_change_only_the_named_fields() -> None:
         ({"age_weight": "nan"}, "must be a finite number >= 0"),
         ({"backfill_depth": "1.5"}, "must be a whole number"),
         ({"reclaim": "maybe"}, "must be true or false"),
+        ({"usage_decay": "off"}, "--set usage_decay=off: must be true or false"),
     ],
 )
 def test_bad_settings_are_refused_naming_them(settings: dict[str, str], message: str) -> None:

@@ -46,7 +46,14 @@ from phalanx.core.model import (
 from phalanx.core.ordering import GangKey, gang_order, queue_key, starvation_bound
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
-from phalanx.core.reasons import EvictionReason, Reason, eta_phrase, format_duration, units
+from phalanx.core.reasons import (
+    YIELDS_WHEN_DUE,
+    EvictionReason,
+    Reason,
+    eta_phrase,
+    format_duration,
+    units,
+)
 from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.shapecaps import ShapeCapsCache
@@ -950,13 +957,36 @@ class Walk:
         """Whether a gang of `members` pods is large enough for `_starts_first`: at least
         `start_starving_leaves` leaves' worth of nodes (and 2 pods), or
         `start_starving_min_members` pods."""
+        least = self._honoured_from()
+        return least is not None and members >= least
+
+    def _honoured_from(self) -> int | None:
+        """The fewest pods of a gang whose reservation is honoured (`_honoured_size_of`);
+        `None` when no size is."""
         p = self.policy
-        if p.start_starving_min_members > 0 and members >= p.start_starving_min_members:
-            return True
+        sizes = []
+        if p.start_starving_min_members > 0:
+            sizes.append(p.start_starving_min_members)
         if p.start_starving_leaves > 0:
             leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
-            return members >= max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9))
-        return False
+            sizes.append(max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9)))
+        return min(sizes) if sizes else None
+
+    def _yield_clause(self, w: GangWork) -> str:
+        """What a binding reservation of `w` does not promise, for its message: it keeps gangs
+        that would delay it off the capacity until it is due, but the cycle the capacity is
+        free `w` fits now and is walked in its order, so gangs ahead of it (of less work, or
+        of queues further below their share) may start there first and it reserves again,
+        later. Only a reservation of the honoured size starts before the walk."""
+        if self._honoured_size(w):
+            return ""
+        least = self._honoured_from()
+        first = (
+            f" (a reservation starts ahead of the order from {least} pods)"
+            if least is not None
+            else ""
+        )
+        return "; " + YIELDS_WHEN_DUE + first
 
     def _may_reserve(self, w: GangWork) -> bool:
         """Whether `w` is large enough to hold a binding reservation (`reserve_min_members`):
@@ -1128,6 +1158,8 @@ class Walk:
         why = c.unreserved.get(gid)
         if why:
             then = (then + " (not binding)" if plan is not None else "") + "; " + why
+        elif plan is not None and gid in c.reservations:
+            then += self._yield_clause(w)
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None

@@ -64,6 +64,11 @@ def units(amount: int, gpus: bool) -> str:
     return f"{amount} {noun}{'' if amount == 1 else 's'}"
 
 
+YIELDS_WHEN_DUE = "binding until then, but gangs ahead of it in the order may start there first"
+"""The clause of a waiting gang's message whose binding reservation is not honoured when it
+comes due (below the size that starts ahead of the order): `phalanx explain` reads it."""
+
+
 def eta_phrase(start: float | None, now: float, ending: int) -> str:
     """'; expected start in 25m when 2 running gangs end' (or no ETA)."""
     if start is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from phalanx.core.reasons import Reason, format_duration
+from phalanx.core.reasons import YIELDS_WHEN_DUE, Reason, format_duration
 from phalanx.quantity import QuantityError, to_units
 
 GPU = "nvidia.com/gpu"
@@ -424,11 +424,13 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         # A gang short of its starvation bound gets an ETA from the same plan that holds
         # nothing ("(not binding)" in its message): calling it a reservation would promise a
         # start that smaller gangs may still push back.
-        held = (
-            "expected, not binding: it holds no reservation yet"
-            if "(not binding)" in said
-            else "its reservation"
-        )
+        held = "its reservation"
+        if "(not binding)" in said:
+            held = "expected, not binding: it holds no reservation yet"
+        elif YIELDS_WHEN_DUE in said:
+            # Below the size whose reservation starts ahead of the order: the cycle its
+            # capacity frees, gangs of less work walked before it may take it.
+            held = f"its reservation, {YIELDS_WHEN_DUE}"
         hints.append(
             f"starts at {eta.strftime('%Y-%m-%dT%H:%M:%SZ')} ({when}), {held}"
             + (f", when {ending.group(1)}" if ending else "")

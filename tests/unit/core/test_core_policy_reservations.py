@@ -382,6 +382,35 @@ def test_a_gang_starving_twice_the_absolute_bound_starts_before_the_order() -> N
     assert cycle(NOW - 4000, ladder) == {"ns/whole"}
 
 
+def test_a_reservation_below_the_honoured_size_says_what_it_does_not_promise() -> None:
+    """The shipped policy, one node (a leaf of one: reservations are honoured from 2 pods).
+    n00 runs `r` until NOW + 100. `whole` (one 8-GPU pod, limit 48 h) has waited 30 h, past
+    its 24 h bound: it holds n00 from NOW + 100, and its message says that gangs ahead of it
+    in the order may still start there first. At NOW + 100 they do: the three single-GPU
+    jobs of an hour (less work) take n00 and `whole` is expected an hour later, when they
+    end. A gang of two pods on two such nodes is honoured, and its message has no such
+    clause."""
+    shipped = OperatorConfig().to_policy()
+    clause = "binding until then, but gangs ahead of it in the order may start there first"
+    run = [running("r").on(N0).started(NOW - 50).time_limit(150)]
+    pending = [gang("whole").pods(1, gpu=8).created(NOW - 30 * 3600).time_limit(48 * 3600)]
+    pending += [gang(f"s{i}").pods(1, gpu=1).created(NOW - 3600).time_limit(3600) for i in range(3)]
+    r = schedule(snapshot(fabric(1, 1, 1), running=run, pending=pending), shipped, NOW)
+    assert r.gangs["ns/whole"].estimated_start == NOW + 100
+    assert r.reservations["ns/whole"].start == NOW + 100
+    assert clause + " (a reservation starts ahead of the order from 2 pods)" in (
+        r.gangs["ns/whole"].message
+    )
+    later = schedule(snapshot(fabric(1, 1, 1), pending=pending), shipped, NOW + 100)
+    assert set(later.bindings) == {"ns/s0", "ns/s1", "ns/s2"}
+    assert later.gangs["ns/whole"].estimated_start == NOW + 100 + 3600
+    pair = [gang("pair").pods(2).created(NOW - 30 * 3600).time_limit(48 * 3600)]
+    run2 = [*run, running("r2").on("s0-l1-n00").started(NOW - 50).time_limit(150)]
+    two = schedule(snapshot(fabric(1, 2, 1), running=run2, pending=pair), shipped, NOW)
+    assert two.reservations["ns/pair"].start == NOW + 100
+    assert "binding until then" not in two.gangs["ns/pair"].message
+
+
 def test_a_starving_gang_of_a_whole_leaf_starts_before_the_order() -> None:
     """One leaf of two nodes. `leaf` (2 × 8 GPUs, limit 1,000 s) has waited 3,600 s, past its
     bound, and needs the whole leaf; `small` (8 GPUs, limit 60 s, created a second later)

@@ -207,6 +207,24 @@ def test_explain_of_an_eta_that_holds_nothing_does_not_call_it_a_reservation() -
     )
 
 
+def test_explain_of_a_reservation_below_the_honoured_size_says_what_it_does_not_promise() -> None:
+    """A starving gang below the size whose reservation starts ahead of the order holds a
+    binding reservation, but the cycle its capacity frees, gangs ahead of it in the order may
+    start there first: its message says so and explain repeats it."""
+    groups, _ = situation()
+    big = copy.deepcopy(next(g for g in groups if g["metadata"]["name"] == "big"))
+    big["status"]["conditions"][0]["message"] = (
+        "needs 112 GPUs; 16 free; expected start in 9m when 1 running gang ends; binding until "
+        "then, but gangs ahead of it in the order may start there first (a reservation starts "
+        "ahead of the order from 16 pods)"
+    )
+    hints = would_start(big, NOW)
+    assert hints[-1] == (
+        "starts at 2026-11-30T05:09:00Z (in 9m), its reservation, binding until then, but "
+        "gangs ahead of it in the order may start there first, when 1 running gang ends"
+    )
+
+
 def test_explain_of_a_gang_held_back_by_a_reservation_says_backfill_needs_a_time_limit() -> None:
     groups, _ = situation()
     long = next(g for g in groups if g["metadata"]["name"] == "long")

@@ -293,6 +293,11 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "a starving gang of any size that has waited twice the 24 h bound starts first when "
         "it fits (its reservation honoured, as a leaf's worth of nodes is at once)",
     ),
+    "no-decay": (
+        "phalanx",
+        {"usage_decay": "false"},
+        "no usage decay: deserved shares water-filled by weight alone, as the fairness reference",
+    ),
     "per-queue-1-multi-node": (
         "phalanx",
         {"backfill_depth_per_queue": "1", "cap_min_members": "2"},

@@ -889,13 +889,17 @@ class Walk:
     def _starving(self, w: GangWork) -> bool:
         return self._starved(_pods(w), w.duration, w.gang.creation_time)
 
-    def _starved(self, members: int, duration: float, created: float) -> bool:
+    def _starved(
+        self, members: int, duration: float, created: float, at: float | None = None
+    ) -> bool:
         """Whether a gang of `members` pods, time limit `duration`, created at `created` is
-        past its starvation bound and large enough to reserve (`_may_reserve`, `_bound`):
-        `_starving` for waiting gangs, and for running ones if they were evicted now."""
+        past its starvation bound (now, or `at`) and large enough to reserve (`_may_reserve`,
+        `_bound`): `_starving` for waiting gangs, and for running ones if they were evicted
+        now."""
         if not self._bounded() or members < self.policy.reserve_min_members:
             return False
-        return self.now - created >= self._bound_for(duration, members)
+        when = self.now if at is None else at
+        return when - created >= self._bound_for(duration, members)
 
     def _starts_first(self, w: GangWork) -> bool:
         """Whether starving `w`, which fits now, starts before the walk: its binding
@@ -972,13 +976,16 @@ class Walk:
             sizes.append(max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9)))
         return min(sizes) if sizes else None
 
-    def _yield_clause(self, w: GangWork) -> str:
-        """What a binding reservation of `w` does not promise, for its message: it keeps gangs
-        that would delay it off the capacity until it is due, but the cycle the capacity is
-        free `w` fits now and is walked in its order, so gangs ahead of it (of less work, or
-        of queues further below their share) may start there first and it reserves again,
-        later. Only a reservation of the honoured size starts before the walk."""
-        if self._honoured_size(w):
+    def _yield_clause(self, w: GangWork, start: float) -> str:
+        """What a binding reservation of `w` from `start` does not promise, for its message:
+        it keeps gangs that would delay it off the capacity until it is due, but the cycle the
+        capacity is free `w` fits now and is walked in its order, so gangs ahead of it (of less
+        work, or of queues further below their share) may start there first and it reserves
+        again, later. Only the reservation of a gang of the honoured size that is starving by
+        then (`_starts_first`) starts before the walk."""
+        if self._honoured_size(w) and self._starved(
+            _pods(w), w.duration, w.gang.creation_time, at=start
+        ):
             return ""
         least = self._honoured_from()
         first = (
@@ -1159,7 +1166,7 @@ class Walk:
         if why:
             then = (then + " (not binding)" if plan is not None else "") + "; " + why
         elif plan is not None and gid in c.reservations:
-            then += self._yield_clause(w)
+            then += self._yield_clause(w, plan.start)
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None

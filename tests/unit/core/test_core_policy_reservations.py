@@ -129,6 +129,35 @@ def test_a_gang_of_a_queue_below_its_share_reserves_before_its_bound() -> None:
     assert on.bindings == {}
 
 
+def test_an_owed_reservation_says_whether_it_will_be_honoured_when_due() -> None:
+    """The cluster of the test above, with reservations honoured from 2 pods
+    (`start_starving_min_members`). `big` (2 pods, bound 1,000 s) reserves n00 + n01 from
+    NOW + 100 because its queue is owed. Created at NOW - 500 it will have waited 600 s then,
+    short of its bound: not honoured, so its message says gangs ahead of it may start there
+    first. Created at NOW - 950 it will have waited 1,050 s: starving then, honoured, and the
+    message has no such clause."""
+    policy = Policy(
+        reserve_after_limits=1.0, reserve_under_share=True, start_starving_min_members=2
+    )
+    run = [
+        running("r").queue("b").on(N0).started(NOW - 50).time_limit(150),
+        running("r2").queue("b").on("s0-l0-n02").started(NOW - 50),
+    ]
+    queues = [queue("a").weight(2), queue("b").not_reclaimable()]
+
+    def message(created: float) -> str:
+        pending = [gang("big").queue("a").pods(2).created(created).time_limit(1000)]
+        r = schedule(snapshot(fabric(1, 1, 3), queues, run, pending), policy, NOW)
+        assert r.reservations["ns/big"].start == NOW + 100
+        return r.gangs["ns/big"].message
+
+    assert message(NOW - 500).endswith(
+        "binding until then, but gangs ahead of it in the order may start there first "
+        "(a reservation starts ahead of the order from 2 pods)"
+    )
+    assert "binding until then" not in message(NOW - 950)
+
+
 def test_per_queue_depth_caps_binding_reservations() -> None:
     """Two nodes busy until NOW + 100 and NOW + 200. Queue `a` has two starving 16-GPU gangs
     (limits 1,000 s): uncapped, g1 reserves NOW + 200 and g2 after it, NOW + 1,200. With

@@ -652,10 +652,12 @@ What the default promises such a gang is now said. Its message read like the hon
 gangs': "expected start in 1m40s when 1 running gang ends", and the cycle its node came free,
 three single-GPU jobs of an hour took it and the message said "in 1h00m" (the hand-worked
 unit test `test_a_reservation_below_the_honoured_size_says_what_it_does_not_promise`). The
-message of a gang whose binding reservation is below the honoured size now ends "binding
+message of a gang whose binding reservation will not be honoured when it comes due (below
+the honoured size, or owed its queue's share but not starving by then) now ends "binding
 until then, but gangs ahead of it in the order may start there first (a reservation starts
 ahead of the order from N pods)", and `phalanx explain` repeats it under "What would let it
-start" instead of calling the ETA its reservation alone.
+start" instead of calling the ETA its reservation alone. Decisions are unchanged (cluster02
+replayed: the same per-class figures).
 
 On Philly (a per-job dump of the default's replay, compiled core, 1,637 s; no `volcano` dump
 to pair with) the fifteen longest waits are eleven 8-GPU jobs of VC `7f04ca` with 14–30-day

@@ -93,6 +93,8 @@ class Stats:
     p50_s: float | None
     p95_s: float | None
     max_s: float | None
+    p99_s: float | None = None
+    """For the tails of each size class (`phalanx.sim.tails`); not in the replay summary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +164,7 @@ def percentile(values: Sequence[float], q: float, *, presorted: bool = False) ->
 
 
 def duration_stats(values: Iterable[float]) -> Stats:
-    """Count, mean, median, p95 and max of `values`."""
+    """Count, mean, median, p95, max and p99 of `values`."""
     ordered = sorted(values)
     if not ordered:
         return Stats(0, None, None, None, None)
@@ -172,6 +174,7 @@ def duration_stats(values: Iterable[float]) -> Stats:
         p50_s=percentile(ordered, 50, presorted=True),
         p95_s=percentile(ordered, 95, presorted=True),
         max_s=float(ordered[-1]),
+        p99_s=percentile(ordered, 99, presorted=True),
     )
 
 

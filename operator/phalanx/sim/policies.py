@@ -166,16 +166,9 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
         return policy
     if policy.core is None:
         raise ValueError(f"policy {policy.name!r} has no core settings to change")
-    changes: dict[str, object] = {}
-    decay = policy.usage_decay
+    changes: dict[str, object] = {"usage_decay": policy.usage_decay}
     for name, raw in settings.items():
-        if name == "usage_decay":
-            text = raw.strip().lower()
-            if text not in ("true", "false", "1", "0"):
-                raise ValueError(f"--set {name}={raw}: must be true or false")
-            decay = text in ("true", "1")
-            continue
-        kind = _SETTABLE.get(name)
+        kind = "bool" if name == "usage_decay" else _SETTABLE.get(name)
         if kind is None:
             raise ValueError(
                 f"--set {name}: not a setting; use one of usage_decay, {', '.join(_SETTABLE)}"
@@ -199,6 +192,7 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
         else:
             changes[name] = value
     label = ",".join(f"{k}={v}" for k, v in sorted(settings.items()))
+    decay = bool(changes.pop("usage_decay"))
     return replace(
         policy,
         description=f"{policy.description}; with {label}",

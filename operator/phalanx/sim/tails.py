@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from phalanx.sim import engine, replay_cli
-from phalanx.sim.metrics import SIZE_CLASSES, CompletedJob, percentile, size_class
+from phalanx.sim.metrics import SIZE_CLASSES, CompletedJob, wait_stats_by_class
 from phalanx.sim.time_limits import time_limit_for
 
 HOUR = 3600.0
@@ -38,24 +38,16 @@ class Tail:
 
 
 def class_tails(jobs: Iterable[CompletedJob]) -> dict[str, Tail]:
-    """Mean, p95, p99 and worst wait per size class; every class present, empty ones zero."""
-    waits: dict[str, list[float]] = {name: [] for name in SIZE_CLASSES}
-    for job in jobs:
-        cls = size_class(job.gpus)
-        if cls is not None:
-            waits[cls].append(job.wait_s / HOUR)
+    """Mean, p95, p99 and worst wait per size class (`metrics.wait_stats_by_class`, in
+    hours); every class present, empty ones zero."""
     out: dict[str, Tail] = {}
-    for name, values in waits.items():
-        if not values:
-            out[name] = Tail(0, 0.0, 0.0, 0.0, 0.0)
-            continue
-        ordered = sorted(values)
+    for name, st in wait_stats_by_class(jobs).items():
         out[name] = Tail(
-            count=len(ordered),
-            mean_h=sum(ordered) / len(ordered),
-            p95_h=percentile(ordered, 95, presorted=True) or 0.0,
-            p99_h=percentile(ordered, 99, presorted=True) or 0.0,
-            max_h=ordered[-1],
+            count=st.count,
+            mean_h=(st.mean_s or 0.0) / HOUR,
+            p95_h=(st.p95_s or 0.0) / HOUR,
+            p99_h=(st.p99_s or 0.0) / HOUR,
+            max_h=(st.max_s or 0.0) / HOUR,
         )
     return out
 

@@ -206,6 +206,9 @@ class Walk:
             and not r.gang.evicting
             and not r.evicted
         ]
+        #: The fewest pods of a gang whose reservation is honoured (policy and topology are
+        #: fixed for the walk; `_honoured_size_of` asks for every starving gang).
+        self.honoured_from = self._honoured_from()
 
     # -- start now ---------------------------------------------------------------------------
 
@@ -916,11 +919,7 @@ class Walk:
         starving gang of two or more pods is honoured. `honour_after` honours any starving
         gang once it has waited that many times the absolute bound."""
         p = self.policy
-        if not self._starving(w):
-            return False
-        if not self._honoured_size(w) and not self._long_starved(
-            _pods(w), w.duration, w.gang.creation_time
-        ):
+        if not self._honoured(_pods(w), w.duration, w.gang.creation_time):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
         # reclaim it at once, and it would start first again the next cycle (a livelock).
@@ -937,21 +936,30 @@ class Walk:
             return False
         members = len(g.members)
         limit = math.inf if g.time_limit is None else g.time_limit
-        if not self._starved(members, limit, g.creation_time):
-            return False
-        return self._honoured_size_of(members) or self._long_starved(
-            members, limit, g.creation_time
-        )
+        return self._honoured(members, limit, g.creation_time)
 
-    def _long_starved(self, members: int, duration: float, created: float) -> bool:
-        """Whether a gang has waited `honour_after` times the absolute starvation bound
-        (its own bound when there is none): its reservation is then honoured whatever its size
-        (`Policy.honour_after`)."""
+    def _honoured(
+        self, members: int, duration: float, created: float, at: float | None = None
+    ) -> bool:
+        """Whether a gang of `members` pods, time limit `duration`, created at `created` has
+        its reservation honoured (now, or when due `at`), its queue's share aside: starving
+        then, and of the honoured size or past `honour_after` (`_starts_first`)."""
+        if not self._starved(members, duration, created, at):
+            return False
+        return self._honoured_size_of(members) or self._long_starved(members, duration, created, at)
+
+    def _long_starved(
+        self, members: int, duration: float, created: float, at: float | None = None
+    ) -> bool:
+        """Whether a gang has waited (by now, or `at`) `honour_after` times the absolute
+        starvation bound (its own bound when there is none): its reservation is then honoured
+        whatever its size (`Policy.honour_after`)."""
         p = self.policy
         if p.honour_after <= 0:
             return False
         base = p.reserve_after_s if p.reserve_after_s > 0 else self._bound_for(duration, members)
-        return self.now - created >= p.honour_after * base
+        when = self.now if at is None else at
+        return when - created >= p.honour_after * base
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""
@@ -961,12 +969,12 @@ class Walk:
         """Whether a gang of `members` pods is large enough for `_starts_first`: at least
         `start_starving_leaves` leaves' worth of nodes (and 2 pods), or
         `start_starving_min_members` pods."""
-        least = self._honoured_from()
+        least = self.honoured_from
         return least is not None and members >= least
 
     def _honoured_from(self) -> int | None:
         """The fewest pods of a gang whose reservation is honoured (`_honoured_size_of`);
-        `None` when no size is."""
+        `None` when no size is. Fixed for the walk (`honoured_from`)."""
         p = self.policy
         sizes = []
         if p.start_starving_min_members > 0:
@@ -981,13 +989,11 @@ class Walk:
         it keeps gangs that would delay it off the capacity until it is due, but the cycle the
         capacity is free `w` fits now and is walked in its order, so gangs ahead of it (of less
         work, or of queues further below their share) may start there first and it reserves
-        again, later. Only the reservation of a gang of the honoured size that is starving by
-        then (`_starts_first`) starts before the walk."""
-        if self._honoured_size(w) and self._starved(
-            _pods(w), w.duration, w.gang.creation_time, at=start
-        ):
+        again, later. Only a reservation honoured by then (`_honoured`) starts before the
+        walk."""
+        if self._honoured(_pods(w), w.duration, w.gang.creation_time, at=start):
             return ""
-        least = self._honoured_from()
+        least = self.honoured_from
         first = (
             f" (a reservation starts ahead of the order from {least} pods)"
             if least is not None

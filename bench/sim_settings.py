@@ -293,6 +293,17 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         "a starving gang of any size that has waited twice the 24 h bound starts first when "
         "it fits (its reservation honoured, as a leaf's worth of nodes is at once)",
     ),
+    "max-age-7d": (
+        "phalanx",
+        {"age_max": "604800"},
+        "the age factor of the order absolute, saturating at 7 days of wait (Slurm's "
+        "PriorityMaxAge default) instead of relative to the longest wait pending",
+    ),
+    "max-age-7d+min-members-2": (
+        "phalanx",
+        {"age_max": "604800", "reserve_min_members": "2"},
+        "the absolute age (7 days), and only gangs of two or more pods reserve for starving",
+    ),
     "no-decay": (
         "phalanx",
         {"usage_decay": "false"},

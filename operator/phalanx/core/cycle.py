@@ -470,7 +470,9 @@ class Walk:
         for name in sorted(by_queue):
             items = by_queue[name]
             keys = [self._key(w) for w in items]
-            order = gang_order(keys, now, policy.age_weight, policy.size_weight, policy.work_weight)
+            order = gang_order(
+                keys, now, policy.age_weight, policy.size_weight, policy.work_weight, policy.age_max
+            )
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos

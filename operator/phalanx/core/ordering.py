@@ -11,7 +11,8 @@ oldest first: `cycle.Scheduler.reserve_for_starving`; `starving` says which gang
 The multifactor score (Slurm's `priority/multifactor`, each factor normalised to [0, 1] over the
 pending gangs of the cycle so the weights are comparable and need no unit):
 
-- age: wait / the longest wait among them (`--priority-weight-age`);
+- age: wait / the longest wait among them (`--priority-weight-age`; `Policy.age_max` caps it
+  at an absolute wait instead, for measuring);
 - size: GPUs / the most GPUs among them (`--priority-weight-size`; positive favours large gangs,
   as Slurm's `PriorityWeightJobSize` without `PriorityFavorSmall`);
 - work: requested work = GPUs × time limit, on a log scale between the least and the most work
@@ -47,15 +48,21 @@ def gang_order(
     age_weight: float,
     size_weight: float,
     work_weight: float = 0.0,
+    age_max: float = 0.0,
 ) -> list[int]:
     """Indices of `items` in service order (priority, multifactor score, creation time, id).
 
     Age, size and work are normalised over the items so the weights are comparable; with the
-    weights (age 1, size 0, work 0) this is plain FIFO.
+    weights (age 1, size 0, work 0) this is plain FIFO. With `age_max` > 0 the age is
+    wait / `age_max`, at most 1 (Slurm's `PriorityMaxAge`), instead of relative to the longest
+    wait among the items.
     """
     if not items:
         return []
-    max_age = max(max(0.0, now - it.gang.creation_time) for it in items) or 1.0
+    if age_max > 0:
+        max_age = age_max
+    else:
+        max_age = max(max(0.0, now - it.gang.creation_time) for it in items) or 1.0
     max_size = max(it.gpus for it in items) or 1
     lo = hi = 0.0
     if work_weight:
@@ -65,7 +72,7 @@ def gang_order(
 
     def key(i: int) -> tuple[int, float, float, str]:
         it = items[i]
-        age = max(0.0, now - it.gang.creation_time) / max_age
+        age = min(1.0, max(0.0, now - it.gang.creation_time) / max_age)
         size = it.gpus / max_size
         score = age_weight * age + size_weight * size
         if work_weight and span > 0:

@@ -238,6 +238,24 @@ def test_order_by_work() -> None:
     assert [items[i].gang.id for i in gang_order(items, 100, 1.0, 0.0, 0.0)] == ["A", "B", "C"]
 
 
+def test_absolute_age_saturates_at_age_max() -> None:
+    """`Policy.age_max` (Slurm's `PriorityMaxAge`), work weight 0.5, at t = 7,200 s: I (1 GPU ×
+    30 min, created 7,100) and J (1 GPU × 1 h, created 0). Work on a log scale: I 0, J 1.
+    Relative age (the longest wait pending, 7,200 s, is 1): I 100/7,200 = 0.0139, J 1; scores
+    I 0.0139, J 1 − 0.5 = 0.5: J first. With `age_max` 86,400 s the ages are 100/86,400 =
+    0.0012 and 7,200/86,400 = 0.0833; scores I 0.0012, J 0.0833 − 0.5 = −0.4167: I first —
+    two hours are little against a day, so the work term decides. With `age_max` 100 s both
+    ages saturate at 1: I 1, J 0.5: I first."""
+    items = [_key("I", 7100, 1, 1800), _key("J", 0, 1, 3600)]
+
+    def ids(age_max: float) -> list[str]:
+        return [items[i].gang.id for i in gang_order(items, 7200, 1.0, 0.0, 0.5, age_max)]
+
+    assert ids(0.0) == ["J", "I"]
+    assert ids(86_400.0) == ["I", "J"]
+    assert ids(100.0) == ["I", "J"]
+
+
 def test_work_order_in_a_cycle() -> None:
     """One free 8-GPU node. `A` (8 GPUs, limit 8 h, created NOW - 100) and `C` (8 GPUs, limit
     30 min, created NOW - 99): FIFO binds A; with work weight 1, C's score 0.99 − 0 beats A's

@@ -675,6 +675,75 @@ class 39.1 h (28.3 h), worst queue 28.8% of its demand time below 90% of its sha
 against the reference share 25.2%), `ee9e8c` again. The decay helps every goal figure: a VC that
 ran much in the last week gets less of the spare, so the others' gangs start sooner. It stays.
 
+**Tenth round (2026-12-02): the age factor absolute (Slurm's `PriorityMaxAge`); measured,
+not shipped.** The order's age factor is the wait divided by the longest wait pending, so what
+an hour of waiting is worth against a factor of work depends on the load: on a lightly queued
+cluster the oldest gang is young and an hour counts much, under overload little. Slurm divides
+by a fixed `PriorityMaxAge` (7 days by default) and saturates there. `Policy.age_max` (a core
+knob, off; hand-worked unit test `test_absolute_age_saturates_at_age_max`, checked red) does
+the same; `bench/sim_settings.py --setting max-age-7d`, against the default and `volcano`:
+
+| trace | policy | util. | mean h | p95 h | largest worst h |
+|---|---|---|---|---|---|
+| cluster04 | default | 96.17% | 11.56 | 36.89 | 50.0 |
+| cluster04 | max-age-7d | 95.64% | 4.32 | 16.58 | 31.0 |
+| cluster04 | `volcano` | 96.56% | 13.71 | 36.79 | 225.7 |
+| cluster03 | default | 73.03% | 78.12 | 288.43 | 57.2 |
+| cluster03 | max-age-7d | 72.46% | 72.40 | 254.41 | 57.3 |
+| cluster03 | `volcano` | 73.89% | 102.12 | 329.02 | 1016.0 |
+| cluster02 | default | 65.75% | 4.52 | 24.46 | 140.8 |
+| cluster02 | max-age-7d | 65.65% | 4.08 | 21.82 | 140.6 |
+| cluster02 | `volcano` | 65.85% | 7.03 | 30.96 | 159.7 |
+| philly | default | 78.07% | 7.19 | 17.64 | 28.3 |
+| philly | max-age-7d | 77.66% | 6.29 | 16.06 | 41.3 |
+| philly | `volcano` | 77.89% | 9.32 | 22.62 | 111.8 |
+
+On Philly (compiled core, 2,549 s beside another replay) the worst queue is below 90% of its
+share for 28.4% of its demand time (the default 25.9%, `volcano` 39.5%); the other figures meet
+their goals, as the default's do.
+
+On cluster04 every goal figure but one is met by far (mean −68%, p95 −55%, largest −86%), and
+utilisation is 0.92 points below `volcano`'s, outside the half point the goals allow; on
+cluster03 the utilisation gap grows from 0.86 to 1.43 points. Per size class on cluster04
+(`python -m phalanx.sim.tails ... --policy phalanx --set age_max=604800 --against phalanx`),
+wait h, absolute / relative age: one GPU mean 1.9 / 8.6, p95 7.8 / 26.5; 2–8 GPUs mean 8.6 /
+18.9, p95 35.2 / 56.5; 9–32 GPUs mean 35.9 / 34.1, p95 128.4 / 90.2, worst 206.2 / 125.6 (the
+eight longest waits are 16- and 32-GPU gangs of 48–336 h limits). Where the utilisation goes
+(`python -m phalanx.sim.idle`, cluster04, with `reserve_min_members=2` as well): reservations
+hold 2.34% of the GPU-time idle (the default 1.80%), 1.31 points of it due in 1–6 h with a
+pending gang that would fit if it could run past their start. More of the order goes to least
+work, so more multi-node gangs pass their bound and drain nodes for their reservations: the
+drain is the utilisation the goal counts. Only gangs of two or more pods reserving as well
+(`max-age-7d+min-members-2`): cluster04 95.66%, mean 4.38 h, p95 19.81 h, largest 36.9 h;
+cluster03 72.89%, mean 68.26 h; cluster02 65.70%, mean 3.59 h, p95 19.99 h — no better on
+utilisation. Honouring from half a leaf as well (`max-age-7d+half-leaf`, `start_starving_leaves`
+0.5: a starving gang of two pods starts ahead of the order when it fits): cluster03 utilisation
+73.46% (−0.43 points, within the goal: the first setting to be so with the mean below
+`volcano`'s by more than 12%), but mean 84.72 h (−17%, the goal −20%), p95 268.55 h, largest
+57.3 h; cluster04 96.06% (−0.50 points, within), mean 7.72 h (−44%), but p95 37.20 h (+1.1%),
+largest 48.8 h; cluster02 65.62%, mean 4.95 h (−30%), p95 25.76 h, largest 143.7 h. Against
+the default it trades cluster03's utilisation and cluster04's mean for cluster03's mean and a
+larger p95 miss on cluster04: three ITP goals missed instead of four. On Philly (compiled
+core, 2,473 s) utilisation 77.44%, mean 6.28 h (−33%), p95 15.98 h, largest 40.5 h (−64%),
+and the worst queue 28.5% of its demand time below 90% of its share (the default 25.9%). Not
+shipped: it moves the misses rather than removing them (cluster03's mean goal, met by the
+default, is lost), and makes the one Philly goal still missed worse.
+Three pods (`start_starving_leaves` 0.75) replays identically to a leaf (no gang of three
+pods starves on these traces). Two other reshapings of the order were replayed on a local
+patch, not kept: work counted as GPUs^a × limit, a = 0 or 0.5 (the time limit weighs more
+than the width), cluster02 mean 5.64 and 5.56 h (worse); a = 1.5, cluster02 4.21 h and p95
+23.59 h but cluster04 11.70 h and p95 37.26 h, cluster03 83.27 h (worse); and the work weight
+1.2 (`--custom work-1.2 phalanx work_weight=1.2`): cluster04 95.89%, mean 7.23 h, p95
+31.07 h; cluster03 72.31%, mean 66.74 h.
+
+Across ten rounds the ITP goals trade the same way: every order that gives least work more of
+the cycle lowers the mean and the p95 far past the goals and costs utilisation through the
+drains of the multi-node gangs it defers, and every rule that honours or caps those drains
+gives the mean back. The utilisation goal against `volcano` — greedy list scheduling that never
+holds a GPU for a gang — is the binding one: within half a point it leaves a reservation policy
+only the capacity its better packing wins back (0.5–0.7 points on cluster03 and cluster04) to
+drain with.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
@@ -735,6 +804,8 @@ measured, with why):
   meets it (10.75 h) but loses on Philly (mean 7.56 h, largest 31.9 h; second round, above);
   no starvation reservations for gangs of one pod unless owed meets it (10.80 h) but costs
   Philly 0.9 points of utilisation and its worst queue 25.9 → 33.0% (eighth round).
+  The absolute age (`max-age-7d`, tenth round) meets it by far (4.32 h, p95 16.58 h) at
+  95.64% utilisation, 0.92 points below `volcano`'s.
 - **cluster03, utilisation**: 73.03% against 73.89% (−0.86 points; goal within 0.5; rule 5
   added 0.15, the second round's default 72.88%). Before
   this session 70.31% (−3.6 points): drained capacity that went unused is now mostly used by
@@ -746,6 +817,8 @@ measured, with why):
   Where the 0.86 points go (eighth round, `phalanx.sim.idle`): the reservations hold 1.26
   points of GPU-time idle while gangs wait, and better packing wins back 0.50 (fragmentation
   and too-few); lending the held capacity speculatively threw away more than it gained.
+  The absolute age with honouring from half a leaf (`max-age-7d+half-leaf`, tenth round) is
+  within it (73.46%) but waits 84.72 h on average (−17%).
 - **Philly, mean wait**: met since rule 5 (7.19 h, −22.9%, at 78.07% utilisation). Before it:
   −19.2% (7.53 h against 9.32 h; the goal, −20%, is 7.46 h: short by
   0.07 h, 1% of the mean). 93% of Philly's jobs use one GPU and wait 3.6 h on average against

@@ -304,6 +304,12 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"age_max": "604800", "reserve_min_members": "2"},
         "the absolute age (7 days), and only gangs of two or more pods reserve for starving",
     ),
+    "max-age-7d+half-leaf": (
+        "phalanx",
+        {"age_max": "604800", "start_starving_leaves": "0.5"},
+        "the absolute age (7 days), and a starving gang of half a leaf's worth of nodes starts "
+        "ahead of the order when it fits",
+    ),
     "no-decay": (
         "phalanx",
         {"usage_decay": "false"},

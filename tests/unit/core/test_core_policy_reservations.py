@@ -256,6 +256,21 @@ def test_absolute_age_saturates_at_age_max() -> None:
     assert ids(100.0) == ["I", "J"]
 
 
+def test_absolute_age_in_a_cycle() -> None:
+    """The same pair through `schedule`, one free 8-GPU node, work weight 0.5: J (8 GPUs,
+    limit 1 h, created NOW - 7,200) and I (8 GPUs, limit 30 min, created NOW - 100). Relative
+    age: J 1 − 0.5 = 0.5 beats I 0.0139, J binds; with `age_max` 86,400 s, I 0.0012 beats
+    J 0.0833 − 0.5, I binds (the cycle passes `Policy.age_max` to the order)."""
+    pending = [
+        gang("J").pods(1).created(NOW - 7200).time_limit(3600),
+        gang("I").pods(1).created(NOW - 100).time_limit(1800),
+    ]
+    snap = snapshot(fabric(1, 1, 1), pending=pending)
+    assert set(schedule(snap, Policy(work_weight=0.5), NOW).bindings) == {"ns/J"}
+    absolute = Policy(work_weight=0.5, age_max=86_400.0)
+    assert set(schedule(snap, absolute, NOW).bindings) == {"ns/I"}
+
+
 def test_work_order_in_a_cycle() -> None:
     """One free 8-GPU node. `A` (8 GPUs, limit 8 h, created NOW - 100) and `C` (8 GPUs, limit
     30 min, created NOW - 99): FIFO binds A; with work weight 1, C's score 0.99 − 0 beats A's

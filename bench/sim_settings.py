@@ -307,8 +307,8 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
     "max-age-7d+half-leaf": (
         "phalanx",
         {"age_max": "604800", "start_starving_leaves": "0.5"},
-        "the absolute age (7 days), and a starving gang of half a leaf's worth of nodes starts "
-        "ahead of the order when it fits",
+        "the absolute age (7 days), and a starving gang of half a leaf's worth of nodes (two "
+        "pods on small, four on medium) starts ahead of the order when it fits",
     ),
     "no-decay": (
         "phalanx",

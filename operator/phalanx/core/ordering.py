@@ -60,9 +60,9 @@ def gang_order(
     if not items:
         return []
     if age_max > 0:
-        max_age = age_max
+        age_scale = age_max
     else:
-        max_age = max(max(0.0, now - it.gang.creation_time) for it in items) or 1.0
+        age_scale = max(max(0.0, now - it.gang.creation_time) for it in items) or 1.0
     max_size = max(it.gpus for it in items) or 1
     lo = hi = 0.0
     if work_weight:
@@ -72,7 +72,7 @@ def gang_order(
 
     def key(i: int) -> tuple[int, float, float, str]:
         it = items[i]
-        age = min(1.0, max(0.0, now - it.gang.creation_time) / max_age)
+        age = min(1.0, max(0.0, now - it.gang.creation_time) / age_scale)
         size = it.gpus / max_size
         score = age_weight * age + size_weight * size
         if work_weight and span > 0:

@@ -166,7 +166,7 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
         return policy
     if policy.core is None:
         raise ValueError(f"policy {policy.name!r} has no core settings to change")
-    changes: dict[str, object] = {"usage_decay": policy.usage_decay}
+    changes: dict[str, object] = {}
     for name, raw in settings.items():
         kind = "bool" if name == "usage_decay" else _SETTABLE.get(name)
         if kind is None:
@@ -192,7 +192,7 @@ def with_settings(policy: SimPolicy, settings: dict[str, str]) -> SimPolicy:
         else:
             changes[name] = value
     label = ",".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    decay = bool(changes.pop("usage_decay"))
+    decay = bool(changes.pop("usage_decay", policy.usage_decay))
     return replace(
         policy,
         description=f"{policy.description}; with {label}",

@@ -151,6 +151,14 @@ def run(
             help="Multifactor weight of requested work, GPUs × time limit (favours less work).",
         ),
     ] = 1.0,
+    priority_max_age: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("priority-max-age"),
+            help="Seconds of waiting at which the age factor is full (Slurm's PriorityMaxAge; "
+            "0: wait / the longest wait pending).",
+        ),
+    ] = 0.0,
     reserve_after_limits: Annotated[
         float,
         typer.Option(
@@ -341,6 +349,7 @@ def run(
         priority_weight_age=priority_weight_age,
         priority_weight_size=priority_weight_size,
         priority_weight_work=priority_weight_work,
+        priority_max_age_s=priority_max_age,
         reserve_after_limits=reserve_after_limits,
         reserve_after_s=reserve_after,
         reserve_under_share=reserve_under_share,

@@ -97,6 +97,10 @@ class OperatorConfig(BaseModel):
     """Multifactor weight of a gang's GPUs (positive favours large gangs)."""
     priority_weight_work: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Multifactor weight of requested work, GPUs × time limit on a log scale (favours less)."""
+    priority_max_age_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Age as wait / this many seconds, saturating at 1 (Slurm's `PriorityMaxAge`), instead of
+    wait / the longest wait pending (0, the default). An hour of waiting then weighs the same
+    however long the queue is; measured in bench/SIM.md (tenth round: 7 days)."""
     reserve_after_limits: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Starvation bound: a gang holds a binding reservation once it has waited this many times
     its time limit (0: off)."""
@@ -152,6 +156,7 @@ class OperatorConfig(BaseModel):
             age_weight=self.priority_weight_age,
             size_weight=self.priority_weight_size,
             work_weight=self.priority_weight_work,
+            age_max=self.priority_max_age_s,
             reserve_after_limits=self.reserve_after_limits,
             reserve_after_s=self.reserve_after_s,
             reserve_under_share=self.reserve_under_share,
@@ -196,6 +201,7 @@ _FLAG_FIELDS = {
     "priority_weight_age": "--priority-weight-age",
     "priority_weight_size": "--priority-weight-size",
     "priority_weight_work": "--priority-weight-work",
+    "priority_max_age_s": "--priority-max-age",
     "reserve_after_limits": "--reserve-after-limits",
     "reserve_after_s": "--reserve-after",
     "reserve_under_share": "--reserve-under-share",

@@ -22,6 +22,7 @@ def test_defaults_are_the_shipped_policy() -> None:
     assert (policy.age_weight, policy.size_weight, policy.work_weight) == (1.0, 0.0, 1.0)
     assert (policy.start_starving_leaves, policy.charge_promised) == (1.0, True)
     assert policy.reserve_least_idle
+    assert policy.age_max == 0.0
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 
@@ -32,6 +33,7 @@ def test_defaults_are_the_shipped_policy() -> None:
         ("priority_weight_age", "--priority-weight-age"),
         ("priority_weight_size", "--priority-weight-size"),
         ("priority_weight_work", "--priority-weight-work"),
+        ("priority_max_age_s", "--priority-max-age"),
         ("reserve_after_limits", "--reserve-after-limits"),
         ("reserve_after_s", "--reserve-after"),
         ("start_starving_leaves", "--start-starving-leaves"),
@@ -73,6 +75,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
             "PHALANX_RESERVE_UNDER_SHARE": "false",
             "PHALANX_START_STARVING_LEAVES": "0.5",
             "PHALANX_RESERVE_LEAST_IDLE": "false",
+            "PHALANX_PRIORITY_MAX_AGE": "604800",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -82,6 +85,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     assert (policy.reserve_after_s, policy.reserve_under_share) == (3600.0, False)
     assert policy.start_starving_leaves == 0.5
     assert not policy.reserve_least_idle
+    assert policy.age_max == 604800.0
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

@@ -35,6 +35,7 @@ def run_simulation(
     seed: int = 0,
     limit_jobs: int | None = None,
     cycle_interval_s: float = DEFAULT_INTERVAL_S,
+    cycle_phase_s: float = 0.0,
     plots: Path | None = None,
     console: Console | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -85,6 +86,7 @@ def run_simulation(
             chosen,
             seed=seed,
             cycle_interval_s=cycle_interval_s,
+            cycle_phase_s=cycle_phase_s,
             progress=advance,
             member_failure_rate=member_failure_rate,
         )
@@ -145,6 +147,14 @@ def simulate(
     cycle_interval: Annotated[
         float, typer.Option(help="Seconds of virtual time between cycles (0: every event).")
     ] = DEFAULT_INTERVAL_S,
+    cycle_phase: Annotated[
+        float,
+        typer.Option(
+            help="Seconds after each multiple of --cycle-interval at which cycles run (0 <= it "
+            "< the interval): the same replay on a shifted grid, to see how much a figure "
+            "owes to when the cycles happen to fall (bench/sim_noise.py).",
+        ),
+    ] = 0.0,
     set_: Annotated[
         list[str] | None,
         typer.Option(
@@ -187,8 +197,8 @@ def simulate(
             raise typer.Exit(2)
     if compare:
         _compare(
-            err, names, trace, shape, queues, seed, limit_jobs, cycle_interval, settings,
-            plots or Path("phalanx-compare"), json_out,
+            err, names, trace, shape, queues, seed, limit_jobs, cycle_interval, cycle_phase,
+            settings, plots or Path("phalanx-compare"), json_out,
         )  # fmt: skip
         return
     try:
@@ -200,6 +210,7 @@ def simulate(
             seed=seed,
             limit_jobs=limit_jobs,
             cycle_interval_s=cycle_interval,
+            cycle_phase_s=cycle_phase,
             plots=plots,
             console=err,
             settings=settings,
@@ -240,6 +251,7 @@ def _compare(
     seed: int,
     limit_jobs: int | None,
     cycle_interval: float,
+    cycle_phase: float,
     settings: dict[str, str],
     plots: Path,
     json_out: Path | None,
@@ -262,6 +274,7 @@ def _compare(
                 seed=seed,
                 limit_jobs=limit_jobs,
                 cycle_interval_s=cycle_interval,
+                cycle_phase_s=cycle_phase,
                 console=err,
                 settings=sets,
                 keep=results,

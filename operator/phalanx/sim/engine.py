@@ -18,6 +18,9 @@ times, used by the tests). A positive interval runs cycles only on a grid of tha
 first grid point at or after an event — applying every event up to it, like an operator whose
 cycle interval is that long; capacity is released (and utilisation recorded) at the exact
 event time, only decisions wait for the grid. It applies identically to every policy.
+`cycle_phase_s` shifts the grid (phase + k × interval): an operator's cycles fall wherever its
+clock puts them, so a figure that moves with the phase owes that much to chance alignment of
+cycles with arrivals (`bench/sim_noise.py` replays several phases and quotes medians).
 
 Fairness reference: besides each policy's own `deserved` (from the core's queue status; for
 single-queue policies there is none), every cycle records a reference deserved share per trace
@@ -121,6 +124,7 @@ class SimResult:
     policy: SimPolicy
     seed: int
     cycle_interval_s: float
+    cycle_phase_s: float
     cluster: Cluster
     queue_names: tuple[str, ...]
     completed: list[CompletedJob]
@@ -203,6 +207,7 @@ class Replay:
         *,
         seed: int = 0,
         cycle_interval_s: float = 0.0,
+        cycle_phase_s: float = 0.0,
         progress: Progress | None = None,
         member_failure_rate: float = 0.0,
     ) -> None:
@@ -217,6 +222,11 @@ class Replay:
         self.policy = policy
         self.seed = seed
         self.interval = max(0.0, cycle_interval_s)
+        if self.interval > 0 and not 0.0 <= cycle_phase_s < self.interval:
+            raise ValueError(
+                f"cycle phase must be in [0, {self.interval:g}) s, got {cycle_phase_s:g}"
+            )
+        self.phase = cycle_phase_s if self.interval > 0 else 0.0
         self.progress = progress
         self.rng = random.Random(seed)
         self.specs = list(queues)
@@ -591,7 +601,7 @@ class Replay:
         reported = 0
         while self.heap:
             t_next = self.heap[0][0]
-            t_cycle = t_next if self.interval <= 0 else _grid(t_next, self.interval)
+            t_cycle = t_next if self.interval <= 0 else _grid(t_next, self.interval, self.phase)
             while self.heap and self.heap[0][0] <= t_cycle:
                 t_s, kind, _, index, tag = heapq.heappop(self.heap)
                 self._advance(t_s)
@@ -608,6 +618,7 @@ class Replay:
             policy=self.policy,
             seed=self.seed,
             cycle_interval_s=self.interval,
+            cycle_phase_s=self.phase,
             cluster=self.cluster,
             queue_names=self.queue_names,
             completed=self.completed,
@@ -633,9 +644,9 @@ class Replay:
         )
 
 
-def _grid(t_s: float, interval: float) -> float:
-    """The first multiple of `interval` at or after `t_s`."""
-    return math.ceil(t_s / interval) * interval
+def _grid(t_s: float, interval: float, phase: float = 0.0) -> float:
+    """The first time `phase` + a multiple of `interval` at or after `t_s`."""
+    return math.ceil((t_s - phase) / interval) * interval + phase
 
 
 def simulate(
@@ -646,6 +657,7 @@ def simulate(
     *,
     seed: int = 0,
     cycle_interval_s: float = 0.0,
+    cycle_phase_s: float = 0.0,
     progress: Progress | None = None,
     member_failure_rate: float = 0.0,
 ) -> SimResult:
@@ -657,6 +669,7 @@ def simulate(
         policy,
         seed=seed,
         cycle_interval_s=cycle_interval_s,
+        cycle_phase_s=cycle_phase_s,
         progress=progress,
         member_failure_rate=member_failure_rate,
     )

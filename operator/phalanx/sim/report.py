@@ -119,6 +119,7 @@ def summarize(result: SimResult, **context: Any) -> dict[str, Any]:
             "policy_config": policy_config(result.policy),
             "seed": result.seed,
             "cycle_interval_s": result.cycle_interval_s,
+            "cycle_phase_s": result.cycle_phase_s,
             "cluster_gpus": total,
             "job_count": len(jobs),
             "unfinished": result.unfinished,

@@ -139,6 +139,30 @@ def test_coalesced_cycles_act_on_the_grid() -> None:
     assert got == {"a": (0, 5), "b": (60, 90), "c": (120, 121)}
 
 
+def test_a_cycle_phase_shifts_the_grid() -> None:
+    """The trace above with cycles at 45 + k × 60 s: at 45 A and B are both pending and A
+    starts (runs 45..50); B starts on the next point, 105 (runs 105..135); C (arriving at 61)
+    finds the node busy at 105 and starts at 165. Phase 0 gave 0, 60 and 120."""
+    jobs = [job("a", 0, 8, 5), job("b", 10, 8, 30), job("c", 61, 8, 1)]
+    result = simulate(
+        jobs,
+        cluster(1),
+        single_queue(),
+        get_policy("phalanx"),
+        cycle_interval_s=60,
+        cycle_phase_s=45,
+    )
+    got = {j.id: (j.start_s, j.end_s) for j in result.completed}
+    assert got == {"a": (45, 50), "b": (105, 135), "c": (165, 166)}
+    assert result.cycle_phase_s == 45
+
+
+def test_a_cycle_phase_outside_the_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"cycle phase must be in \[0, 60\) s, got 60"):
+        simulate([job("a", 0, 8, 5)], cluster(1), single_queue(), get_policy("phalanx"),
+                 cycle_interval_s=60, cycle_phase_s=60)  # fmt: skip
+
+
 def _depth_trace() -> list:
     """Three nodes. A (8 GPUs, 1000 s, limit 30 min) and E (8 GPUs, 20000 s, limit 8 h) start
     at 0 on two of them. B (24 GPUs) at 1 needs all three: reserved at E's limit, 28800. C

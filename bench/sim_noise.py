@@ -1,0 +1,209 @@
+"""How much of a goal figure is chance: the same replays on shifted cycle grids (issue 19).
+
+A replay is deterministic, but where its 60 s cycles fall against the arrivals is not a
+property of a policy: an operator's cycles fall wherever its clock puts them. Shifting the grid
+(`phalanx simulate --cycle-phase S`: cycles at S + k × 60 s) changes nothing a policy sees but
+that alignment, so a goal figure that moves with the phase owes that much to chance. This
+script replays each policy at several phases and appends one JSON line per replay to
+`bench/results/sim-noise.jsonl`; `--report` prints, per trace, each policy's goal figures
+against `volcano` at the same phase, and their median over the phases (the figure to judge a
+policy by, as the benches quote medians of several runs).
+
+    nice bench/sim_noise.py --only itp-cluster03 --policy volcano --policy phalanx
+    bench/sim_noise.py --report
+
+A replay already recorded (same trace, policy, settings and phase) is skipped, so an
+interrupted sweep resumes. `--setting NAME` replays one of `bench/sim_settings.py`'s settings
+as a policy of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "sim-noise.jsonl"
+PHASES = (0.0, 15.0, 30.0, 45.0)
+"""Four grids a quarter of the 60 s interval apart."""
+LABELS = ("itp-cluster02", "itp-cluster03", "itp-cluster04")
+"""The ITP goal traces; Philly (~20-40 min a replay) only when asked for with --only."""
+GOALS = ("util", "mean", "p95", "largest")
+
+
+def _settings_table() -> dict[str, tuple[str, dict[str, str], str]]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from sim_settings import SETTINGS
+
+    return SETTINGS
+
+
+def record(
+    label: str, name: str, policy: str, settings: dict[str, str], phase: float
+) -> dict[str, Any]:
+    """Replay one policy on one trace at one phase and return its JSON line."""
+    sys.path.insert(0, str(ROOT / "operator"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from phalanx.sim.cli import run_simulation
+    from sim_settings import traces
+
+    trace, shape = traces()[label]
+    began = time.time()
+    summary, _ = run_simulation(
+        trace, shape, policy, cycle_interval_s=60.0, cycle_phase_s=phase, settings=settings
+    )
+    figures = {
+        "util": summary["gpu_utilization"] * 100,
+        "mean": summary["wait_mean_s"] / 3600,
+        "p95": summary["wait_p95_s"] / 3600,
+        "largest": (summary["largest_gang_wait_max_s"] or 0) / 3600,
+        "worst_queue": summary.get("queue_below_share_worst_own"),
+    }
+    return {"label": label, "name": name, "policy": policy, "settings": settings,
+            "phase": phase, "figures": figures, "wall_s": time.time() - began,
+            "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+
+
+def recorded(path: Path = OUT) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def against_volcano(
+    rows: list[dict[str, Any]],
+) -> dict[str, dict[str, dict[float, dict[str, float]]]]:
+    """label → policy name → phase → goal figure relative to `volcano` at the same phase:
+    utilisation in points (policy − volcano), the waits as ratios − 1."""
+    by: dict[tuple[str, str, float], dict[str, float]] = {}
+    for r in rows:
+        by[(r["label"], r["name"], r["phase"])] = r["figures"]
+    out: dict[str, dict[str, dict[float, dict[str, float]]]] = {}
+    for (label, name, phase), f in sorted(by.items()):
+        base = by.get((label, "volcano", phase))
+        if base is None or name == "volcano":
+            continue
+        rel = {"util": f["util"] - base["util"]}
+        for k in ("mean", "p95", "largest"):
+            rel[k] = f[k] / base[k] - 1 if base[k] else 0.0
+        out.setdefault(label, {}).setdefault(name, {})[phase] = rel
+    return out
+
+
+def met(rel: dict[str, float]) -> dict[str, bool]:
+    """Issue 19's goals on one comparison (utilisation within 0.5 points or better, mean ≥ 20%
+    lower, p95 no worse, largest class's worst ≥ 50% lower)."""
+    return {
+        "util": rel["util"] >= -0.5,
+        "mean": rel["mean"] <= -0.2,
+        "p95": rel["p95"] <= 0.0,
+        "largest": rel["largest"] <= -0.5,
+    }
+
+
+def markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Per trace: each policy's figures at every phase, then the medians and how many phases
+    meet each goal."""
+    out: list[str] = []
+    figures = {(r["label"], r["name"], r["phase"]): r["figures"] for r in rows}
+    rel = against_volcano(rows)
+    for label in sorted({r["label"] for r in rows}):
+        out += [f"**{label}**", ""]
+        out += [
+            "| policy | phase s | util. | mean h | p95 h | largest worst h "
+            "| util. vs volcano | mean vs volcano | p95 vs volcano | largest vs volcano |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        names = sorted(
+            {n for (lb, n, _) in figures if lb == label}, key=lambda n: (n != "volcano", n)
+        )
+        for name in names:
+            phases = sorted(p for (lb, n, p) in figures if lb == label and n == name)
+            for p in phases:
+                f = figures[(label, name, p)]
+                r = rel.get(label, {}).get(name, {}).get(p)
+                cmp = "– | – | – | –"
+                if r is not None:
+                    cmp = (
+                        f"{r['util']:+.2f} pt | {r['mean']:+.1%} | {r['p95']:+.1%} | "
+                        f"{r['largest']:+.0%}"
+                    )
+                out.append(
+                    f"| {name} | {p:g} | {f['util']:.2f}% | {f['mean']:.2f} | {f['p95']:.2f} "
+                    f"| {f['largest']:.1f} | {cmp} |"
+                )
+            per = rel.get(label, {}).get(name)
+            if per:
+                med = {k: statistics.median(v[k] for v in per.values()) for k in GOALS}
+                count = {k: sum(met(v)[k] for v in per.values()) for k in GOALS}
+                n = len(per)
+                out.append(
+                    f"| **{name}, median** | {n} phases | | | | | {med['util']:+.2f} pt "
+                    f"({count['util']}/{n} met) | {med['mean']:+.1%} ({count['mean']}/{n}) | "
+                    f"{med['p95']:+.1%} ({count['p95']}/{n}) | {med['largest']:+.0%} "
+                    f"({count['largest']}/{n}) |"
+                )
+        out.append("")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only", action="append", help=f"trace labels (default: {', '.join(LABELS)})"
+    )
+    parser.add_argument(
+        "--policy", action="append", help="named policies (default: volcano, phalanx)"
+    )
+    parser.add_argument(
+        "--setting", action="append", default=[], help="settings of bench/sim_settings.py"
+    )
+    parser.add_argument(
+        "--phase",
+        action="append",
+        type=float,
+        help=f"seconds (default: {', '.join(f'{p:g}' for p in PHASES)})",
+    )
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--report", action="store_true", help="print the tables and stop")
+    args = parser.parse_args(argv)
+    if args.report:
+        print("\n".join(markdown(recorded(args.out))))
+        return 0
+    table = _settings_table()
+    chosen: list[tuple[str, str, dict[str, str]]] = [
+        (p, p, {}) for p in (args.policy or ([] if args.setting else ["volcano", "phalanx"]))
+    ]
+    for name in args.setting:
+        if name not in table:
+            parser.error(f"unknown setting {name!r}")
+        policy, settings, _ = table[name]
+        chosen.append((name, policy, settings))
+    done = {(r["label"], r["name"], r["phase"]) for r in recorded(args.out)}
+    for label in args.only or LABELS:
+        for phase in args.phase or PHASES:
+            for name, policy, settings in chosen:
+                if (label, name, phase) in done:
+                    print(f"{label} {name} phase {phase:g}: recorded, skipped", flush=True)
+                    continue
+                line = record(label, name, policy, settings, phase)
+                f = line["figures"]
+                print(
+                    f"{label} {name} phase {phase:g}: util {f['util']:.2f}%, mean "
+                    f"{f['mean']:.2f} h, p95 {f['p95']:.2f} h, largest {f['largest']:.1f} h, "
+                    f"wall {line['wall_s']:.0f} s",
+                    flush=True,
+                )
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                with args.out.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(line) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""`bench/sim_noise.py`: each policy is judged against `volcano` replayed at the same cycle
+phase, and the medians over the phases are what its report quotes (figures worked by hand)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+
+
+@pytest.fixture(scope="module")
+def noise() -> ModuleType:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module("sim_noise")
+
+
+def _row(
+    name: str, phase: float, util: float, mean: float, p95: float, largest: float
+) -> dict[str, Any]:
+    figures = {"util": util, "mean": mean, "p95": p95, "largest": largest, "worst_queue": None}
+    return {"label": "t", "name": name, "policy": name, "settings": {}, "phase": phase,
+            "figures": figures}  # fmt: skip
+
+
+ROWS = [
+    # Phase 0: volcano 10 h mean, Phalanx 7.5 h; phase 15: 20 h against 8 h.
+    _row("volcano", 0, 70.0, 10.0, 40.0, 100.0),
+    _row("phalanx", 0, 69.8, 7.5, 40.0, 40.0),
+    _row("volcano", 15, 70.2, 20.0, 50.0, 100.0),
+    _row("phalanx", 15, 69.2, 8.0, 45.0, 60.0),
+    _row("phalanx", 30, 69.0, 8.0, 45.0, 60.0),  # no volcano at 30: not compared
+]
+
+
+def test_each_phase_is_compared_with_volcano_at_the_same_phase(noise: ModuleType) -> None:
+    """Phase 0: utilisation 69.8 − 70.0 = −0.2 points, mean 7.5/10 − 1 = −25%, p95 0%, largest
+    −60%: every goal met. Phase 15: −1.0 points, mean −60%, p95 −10%, largest −40%."""
+    rel = noise.against_volcano(ROWS)["t"]["phalanx"]
+    assert set(rel) == {0, 15}
+    assert rel[0] == pytest.approx({"util": -0.2, "mean": -0.25, "p95": 0.0, "largest": -0.6})
+    assert rel[15] == pytest.approx({"util": -1.0, "mean": -0.6, "p95": -0.1, "largest": -0.4})
+    assert noise.met(rel[0]) == {"util": True, "mean": True, "p95": True, "largest": True}
+    assert noise.met(rel[15]) == {"util": False, "mean": True, "p95": True, "largest": False}
+
+
+def test_the_report_quotes_medians_and_how_many_phases_meet_each_goal(noise: ModuleType) -> None:
+    """Medians of two phases are their means: utilisation −0.60 points (1 of 2 met), mean
+    −42.5% (2/2), p95 −5% (2/2), largest −50% (1/2: −60% met, −40% not)."""
+    text = "\n".join(noise.markdown(ROWS))
+    assert "| **phalanx, median** | 2 phases | | | | | -0.60 pt (1/2 met) | -42.5% (2/2) | " in text
+    assert "-5.0% (2/2) | -50% (1/2) |" in text
+    assert "| phalanx | 30 | 69.00% | 8.00 | 45.00 | 60.0 | – | – | – | – |" in text

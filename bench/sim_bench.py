@@ -62,10 +62,19 @@ def runs() -> list[tuple[str, str, str, tuple[str, ...]]]:
     return out
 
 
+def use_sources() -> None:
+    """Make the package importable from its sources as a fallback, *after* what is on sys.path:
+    a compiled core that `tools/build_core.py --exec` put first must not be shadowed (replays
+    before 2026-12-02 evening inserted the sources first and so ran pure Python under it)."""
+    src = str(ROOT / "operator")
+    if src not in sys.path:
+        sys.path.append(src)
+
+
 def _one(
     label: str, trace: str, shape: str, policy: str, quick: int | None, interval: float
 ) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "operator"))
+    use_sources()
     from phalanx.sim.cli import run_simulation
 
     began = time.time()
@@ -1380,7 +1389,7 @@ def main(argv: list[str] | None = None) -> int:
         "--merge", action="append", type=Path, default=[], help="add a `phalanx simulate` JSON"
     )
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "operator"))
+    use_sources()
     if args.render_only:
         args.md.write_text(markdown(json.loads(args.json.read_text())), encoding="utf-8")
         return 0

@@ -47,8 +47,10 @@ def record(
     label: str, name: str, policy: str, settings: dict[str, str], phase: float
 ) -> dict[str, Any]:
     """Replay one policy on one trace at one phase and return its JSON line."""
-    sys.path.insert(0, str(ROOT / "operator"))
     sys.path.insert(0, str(ROOT / "bench"))
+    from sim_bench import use_sources
+
+    use_sources()
     from phalanx.sim.cli import run_simulation
     from sim_settings import traces
 
@@ -66,6 +68,7 @@ def record(
     }
     return {"label": label, "name": name, "policy": policy, "settings": settings,
             "phase": phase, "figures": figures, "wall_s": time.time() - began,
+            "core_build": summary["core_build"],
             "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
 
 

@@ -353,7 +353,10 @@ def record(
     label: str, name: str, policy: str, settings: dict[str, str], limit: int | None
 ) -> dict[str, Any]:
     """Replay one setting on one trace and return its JSON line."""
-    sys.path.insert(0, str(ROOT / "operator"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from sim_bench import use_sources
+
+    use_sources()
     from phalanx.sim.cli import run_simulation
 
     trace, shape = traces()[label]

@@ -18,7 +18,6 @@ poke the loop only for changes that can let a cycle decide something new (`wake.
 from __future__ import annotations
 
 import asyncio
-import importlib.machinery
 import logging
 import os
 import socket
@@ -29,6 +28,7 @@ import kopf
 
 from phalanx.config import OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
+from phalanx.core_build import core_build
 from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
@@ -396,16 +396,6 @@ def build_registry(
         source.capture({k: v for k, v in kwargs.items() if k.startswith("phalanx_")})
 
     return registry
-
-
-def core_build() -> str:
-    """Which scheduling core this process runs: the image ships it compiled with mypyc (about
-    twice as fast a cycle); a source checkout runs it as plain Python. Logged at start, since
-    the two differ in speed only and nothing else would show it."""
-    from phalanx.core import cycle
-
-    compiled = (cycle.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-    return "compiled (mypyc)" if compiled else "pure Python"
 
 
 def check_port_free(flag: str, port: int) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from phalanx.core_build import core_build
 from phalanx.sim import metrics
 from phalanx.sim.engine import SimResult
 from phalanx.sim.policies import SimPolicy
@@ -120,6 +121,7 @@ def summarize(result: SimResult, **context: Any) -> dict[str, Any]:
             "seed": result.seed,
             "cycle_interval_s": result.cycle_interval_s,
             "cycle_phase_s": result.cycle_phase_s,
+            "core_build": core_build(),
             "cluster_gpus": total,
             "job_count": len(jobs),
             "unfinished": result.unfinished,

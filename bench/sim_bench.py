@@ -46,6 +46,7 @@ SHARE_GOAL_TRACES = ("philly",)
 """Where the queue-share goal applies (many queues); the ITP traces have one queue."""
 SETTINGS_FILE = ROOT / "bench" / "results" / "sim-settings.jsonl"
 PARETO_PNG = ROOT / "bench" / "results" / "sim-pareto.png"
+NOISE_FILE = ROOT / "bench" / "results" / "sim-noise.jsonl"
 _COST = {"phalanx": 8, "phalanx-conservative": 8, "volcano": 4, "fifo-gang": 2, "pod": 1}
 """Rough relative cost of a replay per policy, to start the longest ones first."""
 
@@ -1139,6 +1140,7 @@ def markdown(payload: dict[str, Any]) -> str:
     for label, by_policy in results.items():
         lines += table(label, by_policy)
     lines += goals_markdown(payload)
+    lines += noise_markdown()
     lines += ["", "## Cost of the replays", ""]
     lines += [
         "| trace | policy | cycles | cycle ms mean / p95 / max | max pending gangs | "
@@ -1186,6 +1188,27 @@ def _verdict(met: bool | None, text: str) -> str:
     if met is None:
         return f"n/a ({text})"
     return f"{'met' if met else '**NOT met**'}: {text}"
+
+
+def noise_markdown(path: Path = NOISE_FILE) -> list[str]:
+    """The goal figures replayed on four cycle grids (`bench/sim_noise.py`), when recorded."""
+    if not path.exists():
+        return []
+    import sim_noise
+
+    return [
+        "",
+        "## The goal figures on four cycle grids (`bench/sim_noise.py`)",
+        "",
+        "The tables above are one replay each, with cycles at multiples of 60 s. Shifting that",
+        "grid by 15, 30 or 45 s (`phalanx simulate --cycle-phase`) changes nothing a policy",
+        "sees but where its cycles fall against the arrivals, so how far a figure moves with the",
+        "phase is how much of it is chance; each policy is compared with `volcano` at the same",
+        "phase, and the median over the phases is the figure to judge a policy by (in",
+        "parentheses: at how many phases the goal is met).",
+        "",
+        *sim_noise.markdown(sim_noise.recorded(path)),
+    ]
 
 
 def goals_markdown(payload: dict[str, Any]) -> list[str]:

@@ -20,7 +20,6 @@ as a policy of its own.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -28,6 +27,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from sim_settings import SETTINGS, append  # noqa: E402  (a script beside it, not a package)
+from sim_settings import recorded as read_lines  # noqa: E402
+
 OUT = ROOT / "bench" / "results" / "sim-noise.jsonl"
 PHASES = (0.0, 15.0, 30.0, 45.0)
 """Four grids a quarter of the 60 s interval apart."""
@@ -36,23 +39,15 @@ LABELS = ("itp-cluster02", "itp-cluster03", "itp-cluster04")
 GOALS = ("util", "mean", "p95", "largest")
 
 
-def _settings_table() -> dict[str, tuple[str, dict[str, str], str]]:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from sim_settings import SETTINGS
-
-    return SETTINGS
-
-
 def record(
     label: str, name: str, policy: str, settings: dict[str, str], phase: float
 ) -> dict[str, Any]:
     """Replay one policy on one trace at one phase and return its JSON line."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from sim_bench import use_sources
+    from sim_settings import traces
 
     use_sources()
     from phalanx.sim.cli import run_simulation
-    from sim_settings import traces
 
     trace, shape = traces()[label]
     began = time.time()
@@ -73,9 +68,8 @@ def record(
 
 
 def recorded(path: Path = OUT) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    """Every line of the noise file (none if there is no file)."""
+    return read_lines(path)
 
 
 def against_volcano(
@@ -178,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         print("\n".join(markdown(recorded(args.out))))
         return 0
-    table = _settings_table()
+    table = SETTINGS
     chosen: list[tuple[str, str, dict[str, str]]] = [
         (p, p, {}) for p in (args.policy or ([] if args.setting else ["volcano", "phalanx"]))
     ]
@@ -202,9 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"wall {line['wall_s']:.0f} s",
                     flush=True,
                 )
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                with args.out.open("a", encoding="utf-8") as out:
-                    out.write(json.dumps(line) + "\n")
+                append(args.out, line)
     return 0
 
 

@@ -378,6 +378,14 @@ def recorded(path: Path = OUT) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def append(path: Path, line: dict[str, Any]) -> None:
+    """Add one replay's line to a results file (made if missing): each line is written as soon
+    as its replay ends, so a stopped sweep keeps what finished."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="trace labels (default: all)")
@@ -418,9 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{(s['largest_gang_wait_max_s'] or 0) / 3600:.1f} h, wall {s['wall_s']:.0f} s",
                 flush=True,
             )
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with args.out.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(line) + "\n")
+            append(args.out, line)
     return 0
 
 

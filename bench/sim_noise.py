@@ -166,6 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help=f"seconds (default: {', '.join(f'{p:g}' for p in PHASES)})",
     )
+    parser.add_argument(
+        "--custom",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("NAME", "POLICY", "FIELD=VALUE,..."),
+        help="a setting not in bench/sim_settings.py",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--report", action="store_true", help="print the tables and stop")
     args = parser.parse_args(argv)
@@ -174,13 +182,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = SETTINGS
     chosen: list[tuple[str, str, dict[str, str]]] = [
-        (p, p, {}) for p in (args.policy or ([] if args.setting else ["volcano", "phalanx"]))
+        (p, p, {})
+        for p in (args.policy or ([] if args.setting or args.custom else ["volcano", "phalanx"]))
     ]
     for name in args.setting:
         if name not in table:
             parser.error(f"unknown setting {name!r}")
         policy, settings, _ = table[name]
         chosen.append((name, policy, settings))
+    for name, policy, text in args.custom:
+        chosen.append((name, policy, dict(p.split("=", 1) for p in text.split(",") if p)))
     done = {(r["label"], r["name"], r["phase"]) for r in recorded(args.out)}
     for label in args.only or LABELS:
         for phase in args.phase or PHASES:

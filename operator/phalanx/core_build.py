@@ -11,9 +11,9 @@ import importlib.machinery
 
 
 def core_build() -> str:
-    """ "compiled (mypyc)" when `phalanx.core.cycle` is an extension module, else "pure Python"
-    (the image ships the compiled core; a source checkout runs Python unless started through
-    `tools/build_core.py --exec`)."""
+    """The build of `phalanx.core` imported here: "compiled (mypyc)" when its modules are
+    extension modules, else "pure Python" (the image ships the compiled core; a source checkout
+    runs Python unless started through `tools/build_core.py --exec`)."""
     from phalanx.core import cycle
 
     compiled = (cycle.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))

@@ -222,11 +222,13 @@ class Replay:
         self.policy = policy
         self.seed = seed
         self.interval = max(0.0, cycle_interval_s)
+        if self.interval <= 0 and cycle_phase_s != 0:
+            raise ValueError("a cycle phase needs a cycle interval: there is no grid to shift")
         if self.interval > 0 and not 0.0 <= cycle_phase_s < self.interval:
             raise ValueError(
                 f"cycle phase must be in [0, {self.interval:g}) s, got {cycle_phase_s:g}"
             )
-        self.phase = cycle_phase_s if self.interval > 0 else 0.0
+        self.phase = cycle_phase_s
         self.progress = progress
         self.rng = random.Random(seed)
         self.specs = list(queues)

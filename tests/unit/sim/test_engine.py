@@ -161,6 +161,9 @@ def test_a_cycle_phase_outside_the_interval_is_refused() -> None:
     with pytest.raises(ValueError, match=r"cycle phase must be in \[0, 60\) s, got 60"):
         simulate([job("a", 0, 8, 5)], cluster(1), single_queue(), get_policy("phalanx"),
                  cycle_interval_s=60, cycle_phase_s=60)  # fmt: skip
+    with pytest.raises(ValueError, match="a cycle phase needs a cycle interval"):
+        simulate([job("a", 0, 8, 5)], cluster(1), single_queue(), get_policy("phalanx"),
+                 cycle_interval_s=0, cycle_phase_s=15)  # fmt: skip
 
 
 def _depth_trace() -> list:

@@ -807,9 +807,11 @@ The settings replayed on all four grids (medians):
 
 `max-age-7d+half-leaf` misses nothing the default meets on the ITP traces and meets two it
 misses (cluster03's utilisation, steady at 73.46–73.50%, and cluster04's mean); on Philly
-(phase 0 only, tenth round) its utilisation is 0.45 points below `volcano`'s, inside the goal
-by little, and the worst queue 28.5% (the default 25.9–29.9%); its replay at phase 30 was still
-running when this was written. `max-age-7d+half-leaf+slow4-7d` (new, `--custom`: the
+(phase 0 from the tenth round, phase 30 on the compiled core, 975 s) it meets the four figures
+at both phases — utilisation −0.45 and −0.33 points, mean −33% and −31%, p95 −29% and −22%,
+largest −64% and −71% — where the default misses the mean at phase 30, and its worst queue is
+28.5% and 26.6% of the demand time below 90% of its share (the default 25.9% and 29.9%; the
+goal 15%). `max-age-7d+half-leaf+slow4-7d` (new, `--custom`: the
 starvation bound min(4 × the time limit, 7 days) instead of min(1 ×, 24 h): a gang reserves
 once its age factor is full or it has waited four of its limits) is the first setting to meet
 **all four goals on cluster03** at the median (utilisation −0.43 points, met at three phases

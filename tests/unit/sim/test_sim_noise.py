@@ -22,9 +22,16 @@ def noise() -> ModuleType:
 
 
 def _row(
-    name: str, phase: float, util: float, mean: float, p95: float, largest: float
+    name: str,
+    phase: float,
+    util: float,
+    mean: float,
+    p95: float,
+    largest: float,
+    worst_queue: float | None = None,
 ) -> dict[str, Any]:
-    figures = {"util": util, "mean": mean, "p95": p95, "largest": largest, "worst_queue": None}
+    figures = {"util": util, "mean": mean, "p95": p95, "largest": largest,
+               "worst_queue": worst_queue}  # fmt: skip
     return {"label": "t", "name": name, "policy": name, "settings": {}, "phase": phase,
             "figures": figures}  # fmt: skip
 
@@ -32,7 +39,7 @@ def _row(
 ROWS = [
     # Phase 0: volcano 10 h mean, Phalanx 7.5 h; phase 15: 20 h against 8 h.
     _row("volcano", 0, 70.0, 10.0, 40.0, 100.0),
-    _row("phalanx", 0, 69.8, 7.5, 40.0, 40.0),
+    _row("phalanx", 0, 69.8, 7.5, 40.0, 40.0, worst_queue=0.259),
     _row("volcano", 15, 70.2, 20.0, 50.0, 100.0),
     _row("phalanx", 15, 69.2, 8.0, 45.0, 60.0),
     _row("phalanx", 30, 69.0, 8.0, 45.0, 60.0),  # no volcano at 30: not compared
@@ -52,8 +59,14 @@ def test_each_phase_is_compared_with_volcano_at_the_same_phase(noise: ModuleType
 
 def test_the_report_quotes_medians_and_how_many_phases_meet_each_goal(noise: ModuleType) -> None:
     """Medians of two phases are their means: utilisation −0.60 points (1 of 2 met), mean
-    −42.5% (2/2), p95 −5% (2/2), largest −50% (1/2: −60% met, −40% not)."""
+    −42.5% (2/2), p95 −5% (2/2), largest −50% (1/2: −60% met, −40% not). The worst queue is
+    shown where it was recorded (25.9% at phase 0), "–" where not."""
     text = "\n".join(noise.markdown(ROWS))
-    assert "| **phalanx, median** | 2 phases | | | | | -0.60 pt (1/2 met) | -42.5% (2/2) | " in text
+    assert (
+        "| **phalanx, median** | 2 phases | | | | | | -0.60 pt (1/2 met) | -42.5% (2/2) | " in text
+    )
     assert "-5.0% (2/2) | -50% (1/2) |" in text
-    assert "| phalanx | 30 | 69.00% | 8.00 | 45.00 | 60.0 | – | – | – | – |" in text
+    assert "| phalanx | 30 | 69.00% | 8.00 | 45.00 | 60.0 | – | – | – | – | – |" in text
+    assert (
+        "| phalanx | 0 | 69.80% | 7.50 | 40.00 | 40.0 | 25.9% | -0.20 pt | -25.0% | +0.0% |" in text
+    )

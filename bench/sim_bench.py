@@ -806,14 +806,17 @@ The settings replayed on all four grids (medians):
 |  | cluster04 | −0.48 | −78% | −68% | −16% |  |
 
 `max-age-7d+half-leaf` misses nothing the default meets on the ITP traces and meets two it
-misses (cluster03's utilisation, steady at 73.46–73.50%, and cluster04's mean); on Philly
-(phase 0 from the tenth round, phase 30 on the compiled core, 975 s) it meets the four figures
-at both phases — utilisation −0.45 and −0.33 points, mean −33% and −31%, p95 −29% and −22%,
-largest −64% and −71% — where the default misses the mean at phase 30, and its worst queue is
-28.5% and 26.6% of the demand time below 90% of its share (the default 25.9% and 29.9%; the
-goal 15%). `max-age-7d+half-leaf+slow4-7d` (new, `--custom`: the
-starvation bound min(4 × the time limit, 7 days) instead of min(1 ×, 24 h): a gang reserves
-once its age factor is full or it has waited four of its limits) is the first setting to meet
+misses (cluster03's utilisation, steady at 73.46–73.50%, and cluster04's mean). On Philly
+(phase 0 from the tenth round; phases 15 and 30 on the compiled core, 1,149 s and 975 s) its
+medians meet the four figures — utilisation −0.33 points (−0.21 to −0.45), mean −31% (−26 to
+−33%), p95 −22% (+1.8% at phase 15, where `volcano`'s p95 is 20.28 h against 22.6 h at the
+other two), largest −64% — where the default misses the mean at phase 30 (−17.3%); its worst
+queue is 26.6–36.9% of the demand time below 90% of its share (median 28.5%; the default
+25.9% and 29.9%, `volcano` 37.1–39.5%; the goal 15%).
+
+`max-age-7d+half-leaf+slow4-7d` (new, `--custom`: the starvation bound min(4 × the time
+limit, 7 days) instead of min(1 ×, 24 h): a gang reserves once its age factor is full or it has
+waited four of its limits) is the first setting to meet
 **all four goals on cluster03** at the median (utilisation −0.43 points, met at three phases
 of four; mean −32%; p95 −14%; largest −81%), and cuts cluster04's mean and p95 by 78% and 68%,
 but the longer bound gives cluster04's largest gangs 181–190 h of waiting (−16%; the goal

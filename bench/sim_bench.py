@@ -859,8 +859,8 @@ The default is not changed this round. What changed is how the goals are read: o
 trace called a 0.3% p95 miss and a 23.5% mean gain that four grids do not support, and earlier
 rounds chose between settings on such differences. `max-age-7d+half-leaf` is the candidate to
 ship next (an operator flag now exists for its age limit, `--start-starving-leaves 0.5` for the
-rest), once its Philly replay at a second phase is in and the table replays are recorded anew
-under it; the goals are still not all met by any setting.
+rest; its Philly replays at three phases are above): what is left is to record the table
+replays anew under it. The goals are still not all met by any setting.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

@@ -136,6 +136,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
 
+UTIL_SLACK = 0.005
+"""Utilisation may be at most this far below `volcano`'s (a fraction: half a point)."""
+MEAN_RATIO, LARGEST_RATIO, P95_RATIO = 0.8, 0.5, 1.0
+"""Highest allowed ratio to `volcano`'s mean wait, largest class's worst wait, p95 wait."""
+SHARE_MAX = 0.15
+"""Philly: the worst queue's time below 90% of its share, as a fraction of its demand time."""
+
+
 def goal_figures(ph: dict[str, Any], vo: dict[str, Any], label: str) -> dict[str, Any]:
     """Issue 19's goals for one policy `ph` against `volcano` (`vo`) on trace `label`: mean
     wait >= 20% lower at utilisation no more than 0.5 points lower; the largest size class's
@@ -151,15 +159,17 @@ def goal_figures(ph: dict[str, Any], vo: dict[str, Any], label: str) -> dict[str
         "mean_wait_ratio": wait,
         "utilization_phalanx": util_ph,
         "utilization_volcano": util_vo,
-        "utilization_met": util_ph >= util_vo - 0.005,
-        "mean_wait_met": wait is not None and wait <= 0.8 and util_ph >= util_vo - 0.005,
+        "utilization_met": util_ph >= util_vo - UTIL_SLACK,
+        "mean_wait_met": wait is not None
+        and wait <= MEAN_RATIO
+        and util_ph >= util_vo - UTIL_SLACK,
         "largest_gang_wait_ratio": largest,
-        "largest_gang_wait_met": largest is not None and largest <= 0.5,
+        "largest_gang_wait_met": largest is not None and largest <= LARGEST_RATIO,
         "p95_ratio": p95,
-        "p95_met": p95 is not None and p95 <= 1.0,
+        "p95_met": p95 is not None and p95 <= P95_RATIO,
         "worst_queue_time_below_90pct": below,
         "share_applies": share,
-        "share_met": (below is not None and below <= 0.15) if share else None,
+        "share_met": (below is not None and below <= SHARE_MAX) if share else None,
     }
 
 

@@ -200,15 +200,22 @@ POLICY_NOTES = """## The shipped policy (issue 19) and why each default is what 
 none fitted per trace:
 
 1. **Order within a queue: multifactor with a work term** (`--priority-weight-age 1`,
-   `--priority-weight-size 0`, `--priority-weight-work 1`). Score = age/longest age pending −
-   (ln work − ln least work)/(ln most work − ln least work), work = GPUs × time limit.
-   Serving the least requested work first is what minimises the mean wait under load (SJF/SRPT:
-   the mean counts jobs, and most jobs are small and short), using only the time limits the
-   users asked for. The log scale because requests span six orders of magnitude. Equal weights:
-   the oldest gang pending (age 1) ties with the freshest gang of least work. `age-weight-2`
-   (settings table): twice the age weight turns the order back towards FIFO and gives the mean
-   back (cluster04: 19.8 h against 10.1 h). The size weight stays 0: large gangs are protected
-   by rules 2 and 4 instead.
+   `--priority-weight-size 0`, `--priority-weight-work 1`, `--priority-max-age 604800`).
+   Score = min(wait / 7 days, 1) − (ln work − ln least work)/(ln most work − ln least work),
+   work = GPUs × time limit. Serving the least requested work first is what minimises the
+   mean wait under load (SJF/SRPT: the mean counts jobs, and most jobs are small and short),
+   using only the time limits the users asked for. The log scale because requests span six
+   orders of magnitude. The age is absolute, as Slurm's `PriorityMaxAge` (7 days, its
+   default, which is also the fair-share usage half-life): an hour of waiting weighs the same
+   however long the queue is, where the age relative to the longest wait pending (the default
+   until 2026-12-02) made an hour worth much on a short queue and little under overload. A
+   gang that has waited 7 days ties with the freshest gang of least work; gangs of seconds or
+   minutes are ordered by their work (ties by creation). `age-weight-2` (settings table):
+   twice the age weight turns the order back towards FIFO and gives the mean back (cluster04:
+   19.8 h against 10.1 h). The size weight stays 0: large gangs are protected by rules 2 and 4
+   instead. The absolute age alone (`max-age-7d`, tenth round) cut the mean far past the goal
+   and cost utilisation (cluster04 −0.9 points); rule 4's half-leaf threshold, shipped with
+   it, gives the utilisation back (twelfth round).
 2. **Starvation-bounded reservations** (`--reserve-after-limits 1`, `--reserve-after 86400`,
    `--backfill-depth 100`, `--backfill-depth-per-queue 0`). A gang may hold a *binding*
    reservation only once it has waited its own time limit (bounded slowdown 2: the HPC
@@ -226,10 +233,10 @@ none fitted per trace:
    binding reservation before its bound. A lone queue is never owed anything (its share is
    whatever it can use). Evictions are made in the walk only, in fair-share order: a gang that
    could reclaim or preempt is not planned before the walk (see "Reclaim churn" below).
-4. **A binding reservation is honoured** (`--start-starving-leaves 1`, new this session): a
-   starving gang of at least a leaf's worth of nodes (pods ≥ the nodes under the largest
-   leaf: 4 on `small`, 8 on `medium`; never a gang of one pod) that fits now starts before the
-   walk. Its reservation held
+4. **A binding reservation is honoured** (`--start-starving-leaves 0.5`; a whole leaf from
+   the second round until 2026-12-02): a starving gang of at least half a leaf's worth of
+   nodes (pods ≥ half the nodes under the largest leaf: 2 on `small`, 4 on `medium`; never a
+   gang of one pod) that fits now starts before the walk. Its reservation held
    nodes free of longer backfill for cycles, and on the cycle they are all free at last the
    walk used to hand them to whichever gang came first in the order of rule 1 — a single-GPU
    job of less work — so the gang drained the nodes again, and again. Measured on cluster02
@@ -238,8 +245,14 @@ none fitted per trace:
    free, then 11.7 h. EASY backfill's promise is that the reserved job starts when its
    reservation comes due; in Slurm the jobs backfilled around a reservation are of lower
    priority than the job it is for, so the main scheduler starts that job first once it fits.
-   Why a leaf: a gang within a leaf re-gathers its nodes as that leaf's nodes free one by one,
-   a gang of a leaf or more needs whole leaves drained, which is what the reservation bought.
+   Why half a leaf: a gang of a few nodes re-gathers them as a leaf's nodes free one by one,
+   unless gangs of less work take each node first — and with the absolute age of rule 1 they
+   do, for days; a gang of half a leaf or more needs that much of a leaf drained at once, which
+   is what its reservation bought. The threshold is in leaves, from the topology, not in pods
+   fitted to a trace. Measured (medians over four cycle grids, twelfth round): with the whole
+   leaf, the absolute age costs 0.91 points of utilisation on cluster04 and 0.86 on cluster03;
+   from half a leaf 0.31 and 0.11. Three quarters of a leaf replays identically to a whole
+   leaf on the ITP traces (their gangs have 1, 2, 4 or 8 pods).
    Only within its queue's share (`honour_within_share`): a gang started first beyond it
    borrows, another queue may reclaim it at once, and it would start first again the next
    cycle — a livelock the unit tests' synthetic four-queue trace ran into (no such loop in the
@@ -247,7 +260,7 @@ none fitted per trace:
    identical with and without it, checked on all five).
    Honouring every starving gang of two or more pods (`start-starving-2`) is FIFO for them
    under overload and costs every small job: cluster04 mean 20.9 h, cluster03 94.5 h,
-   cluster02 6.3 h (against 11.6, 79.5 and 4.7 h with the leaf rule).
+   cluster02 6.3 h (against 11.6, 79.5 and 4.7 h with the whole-leaf rule of the time).
 5. **A reservation sits where it holds the least capacity idle** (`--reserve-least-idle`, new
    in the third round): between places where a reservation starts equally early and meets the
    topology objective equally well (fewest leaves, fewest spines, tightest fit, fewest nodes),
@@ -273,7 +286,7 @@ bound alone (`bound-alone`, FIFO order) buys the largest gangs — cluster04 68.
 146.5 h — and costs the mean (28.0 h and 107.8 h). Bound and work term together
 (`no-honour`) land in between, with the largest gangs starved by the inversion of rule 4
 (cluster03 821.0 h, cluster04 136.8 h). Honouring the reservations of gangs of a leaf or more
-(shipped) cuts the largest class's worst wait to 57.2 h on cluster03 (−94% against
+(shipped then) cuts the largest class's worst wait to 57.2 h on cluster03 (−94% against
 `volcano`), 48.6 h on cluster04 (−78%) and lifts cluster03's utilisation from 70.31% to
 72.88%; it costs the mean 1.2–29 h (cluster02 3.51 → 4.71 h, cluster04 10.06 → 11.56 h,
 cluster03 50.52 → 79.54 h), still below `volcano`'s on every trace.

@@ -339,6 +339,24 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
         {"speculate": "0.25"},
         "speculative backfilling on holds at least a quarter of the gang's time limit away",
     ),
+    "shipped-12-01": (
+        "phalanx",
+        {},
+        "the default before 2026-12-02: age relative to the longest wait pending, reservations "
+        "honoured from a leaf's worth of nodes",
+    ),
+}
+
+BEFORE_12_02 = {"age_max": "0", "start_starving_leaves": "1"}
+"""The two defaults of `phalanx` changed on 2026-12-02 (issue 19, twelfth round: age absolute
+at 7 days, honoured from half a leaf), at their values before. Every setting above was measured
+on the shipped policy of its day, so each keeps them (unless it sets them itself) and replays
+what it measured; the recorded lines carry them too, so a resumed sweep skips only what is
+truly recorded. Settings added from now on are on the new default and leave them out."""
+
+SETTINGS = {
+    name: (base, {**BEFORE_12_02, **settings} if base == "phalanx" else settings, text)
+    for name, (base, settings, text) in SETTINGS.items()
 }
 
 

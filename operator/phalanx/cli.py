@@ -158,7 +158,7 @@ def run(
             help="Seconds of waiting at which the age factor is full (Slurm's PriorityMaxAge; "
             "0: wait / the longest wait pending).",
         ),
-    ] = 0.0,
+    ] = 7 * 24 * 3600.0,
     reserve_after_limits: Annotated[
         float,
         typer.Option(
@@ -197,7 +197,7 @@ def run(
             help="A starving gang of at least this many leaves' worth of nodes that fits now "
             "starts before the order: its reservation is honoured (0: off).",
         ),
-    ] = 1.0,
+    ] = 0.5,
     reserve_least_idle: Annotated[
         bool,
         typer.Option(

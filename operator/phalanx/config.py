@@ -97,10 +97,12 @@ class OperatorConfig(BaseModel):
     """Multifactor weight of a gang's GPUs (positive favours large gangs)."""
     priority_weight_work: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Multifactor weight of requested work, GPUs × time limit on a log scale (favours less)."""
-    priority_max_age_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """Age as wait / this many seconds, saturating at 1 (Slurm's `PriorityMaxAge`), instead of
-    wait / the longest wait pending (0, the default). An hour of waiting then weighs the same
-    however long the queue is; measured in bench/SIM.md (tenth round: 7 days)."""
+    priority_max_age_s: float = Field(default=7 * 24 * 3600.0, ge=0, allow_inf_nan=False)
+    """Age as wait / this many seconds, saturating at 1 (Slurm's `PriorityMaxAge`; 0: wait / the
+    longest wait pending). An hour of waiting then weighs the same however long the queue is, so
+    a burst of new gangs does not devalue the age of the ones already waiting. Seven days, Slurm's
+    documented default, is also the fair-share usage half-life: age saturates on the horizon over
+    which usage is remembered (bench/SIM.md, tenth and eleventh rounds)."""
     reserve_after_limits: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Starvation bound: a gang holds a binding reservation once it has waited this many times
     its time limit (0: off)."""
@@ -111,9 +113,11 @@ class OperatorConfig(BaseModel):
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)
     """Binding reservations per queue per cycle (0: only `backfill_depth` caps them)."""
-    start_starving_leaves: float = Field(default=1.0, ge=0, allow_inf_nan=False)
-    """A starving gang of at least this many leaves' worth of nodes that fits now starts
-    before the order: its binding reservation is honoured (0: off)."""
+    start_starving_leaves: float = Field(default=0.5, ge=0, allow_inf_nan=False)
+    """A starving gang of at least this many leaves' worth of nodes (and 2 pods) that fits now
+    starts before the order: its binding reservation is honoured (0: off). Half a leaf: a gang
+    that large can no longer be placed on the fragments smaller gangs leave on a leaf, so once
+    it starves it is the one whose reservation must hold (bench/SIM.md, eleventh round)."""
     reserve_least_idle: bool = True
     """Between equally good places for a reservation, take the nodes with the fewest GPUs
     free now (the least capacity held idle until it starts)."""

@@ -115,8 +115,20 @@ def namespace(cluster: Cluster) -> Iterator[str]:
             lambda: not cluster.core.list_namespaced_pod(name).items,
             timeout=60,
             what=f"the pods of namespace {name} to be deleted",
+            describe=lambda: _pods_left(cluster, name),
         )
         cluster.core.delete_namespace(name, propagation_policy="Background")
+
+
+def _pods_left(cluster: Cluster, ns: str) -> str:
+    """Each pod still there: phase, node, deletion timestamp, finalizers and owners."""
+    pods = cluster.core.list_namespaced_pod(ns).items
+    return "; ".join(
+        f"{p.metadata.name} {p.status.phase} node={p.spec.node_name} "
+        f"deleting={p.metadata.deletion_timestamp} finalizers={p.metadata.finalizers} "
+        f"owners={[o.kind for o in p.metadata.owner_references or []]}"
+        for p in pods
+    )
 
 
 def _default_sa_exists(cluster: Cluster, ns: str) -> bool:

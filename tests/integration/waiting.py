@@ -12,12 +12,17 @@ T = TypeVar("T")
 
 
 def wait_for(
-    probe: Callable[[], T | bool | None], timeout: float, what: str, interval: float = 0.25
+    probe: Callable[[], T | bool | None],
+    timeout: float,
+    what: str,
+    interval: float = 0.25,
+    describe: Callable[[], str] | None = None,
 ) -> T:
     """Call `probe` until it returns something truthy; fail after `timeout` seconds.
 
     The failure message names what was awaited and the last value seen, so a red test says which
-    promise the cluster did not keep.
+    promise the cluster did not keep; `describe`, when given, adds what the cluster holds at the
+    deadline for probes whose last value (False) says nothing.
     """
     deadline = time.monotonic() + timeout
     last: object = None
@@ -26,5 +31,6 @@ def wait_for(
         if last:
             return last  # type: ignore[return-value]
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last seen: {last!r})")
+            seen = describe() if describe else repr(last)
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last seen: {seen})")
         time.sleep(interval)

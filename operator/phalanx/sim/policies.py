@@ -110,8 +110,9 @@ POLICIES: dict[str, SimPolicy] = {
         SimPolicy(
             "phalanx",
             "the operator's defaults: gangs, fair-share queues with 7-day usage decay, reclaim, "
-            "preemption, multifactor order with a work term, time-limit backfill with "
-            "starvation-bounded reservations placed where they hold the least capacity idle",
+            "preemption, multifactor order with a work term and an absolute age (7 days), "
+            "time-limit backfill with starvation-bounded reservations placed where they hold "
+            "the least capacity idle, honoured from half a leaf",
             core=shipped_policy(),
             queues=True,
             usage_decay=True,

@@ -20,9 +20,9 @@ def test_defaults_are_the_shipped_policy() -> None:
 
     policy = OperatorConfig().to_policy()
     assert (policy.age_weight, policy.size_weight, policy.work_weight) == (1.0, 0.0, 1.0)
-    assert (policy.start_starving_leaves, policy.charge_promised) == (1.0, True)
+    assert (policy.start_starving_leaves, policy.charge_promised) == (0.5, True)
     assert policy.reserve_least_idle
-    assert policy.age_max == 0.0
+    assert policy.age_max == 7 * 24 * 3600.0
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 
@@ -73,9 +73,9 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
         {
             "PHALANX_RESERVE_AFTER": "3600",
             "PHALANX_RESERVE_UNDER_SHARE": "false",
-            "PHALANX_START_STARVING_LEAVES": "0.5",
+            "PHALANX_START_STARVING_LEAVES": "2",
             "PHALANX_RESERVE_LEAST_IDLE": "false",
-            "PHALANX_PRIORITY_MAX_AGE": "604800",
+            "PHALANX_PRIORITY_MAX_AGE": "3600",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -83,9 +83,9 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     policy = cfg.to_policy()
     assert (policy.work_weight, policy.backfill_depth_per_queue) == (2.5, 3)
     assert (policy.reserve_after_s, policy.reserve_under_share) == (3600.0, False)
-    assert policy.start_starving_leaves == 0.5
+    assert policy.start_starving_leaves == 2.0
     assert not policy.reserve_least_idle
-    assert policy.age_max == 604800.0
+    assert policy.age_max == 3600.0
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

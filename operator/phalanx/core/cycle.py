@@ -992,15 +992,24 @@ class Walk:
         capacity is free `w` fits now and is walked in its order, so gangs ahead of it (of less
         work, or of queues further below their share) may start there first and it reserves
         again, later. Only a reservation honoured by then (`_honoured`) starts before the
-        walk."""
-        if self._honoured(_pods(w), w.duration, w.gang.creation_time, at=start):
+        walk. The parenthesis says what would change that: the size from which reservations
+        are honoured, or, for a gang of that size not yet starving when due, how long it must
+        have waited and when it will have (a gang of 3 pods told "from 2 pods" alone would
+        read its reservation as honoured)."""
+        members, created = _pods(w), w.gang.creation_time
+        if self._honoured(members, w.duration, created, at=start):
             return ""
         least = self.honoured_from
-        first = (
-            f" (a reservation starts ahead of the order from {least} pods)"
-            if least is not None
-            else ""
-        )
+        first = ""
+        if least is not None and members < least:
+            first = f" (a reservation starts ahead of the order from {least} pods)"
+        elif least is not None and created is not None and self._bounded():
+            bound = self._bound_for(w.duration, members)
+            if members >= self.policy.reserve_min_members and math.isfinite(bound):
+                first = (
+                    f" (it starts ahead of the order once it has waited "
+                    f"{format_duration(bound)}, in {format_duration(created + bound - self.now)})"
+                )
         return "; " + YIELDS_WHEN_DUE + first
 
     def _may_reserve(self, w: GangWork) -> bool:

@@ -134,8 +134,9 @@ def test_an_owed_reservation_says_whether_it_will_be_honoured_when_due() -> None
     (`start_starving_min_members`). `big` (2 pods, bound 1,000 s) reserves n00 + n01 from
     NOW + 100 because its queue is owed. Created at NOW - 500 it will have waited 600 s then,
     short of its bound: not honoured, so its message says gangs ahead of it may start there
-    first. Created at NOW - 950 it will have waited 1,050 s: starving then, honoured, and the
-    message has no such clause."""
+    first, and, as it is of the honoured size, when that ends: once it has waited 1,000 s
+    (16m40s), at NOW + 500 (in 8m20s). Created at NOW - 950 it will have waited 1,050 s:
+    starving then, honoured, and the message has no such clause."""
     policy = Policy(
         reserve_after_limits=1.0, reserve_under_share=True, start_starving_min_members=2
     )
@@ -153,7 +154,7 @@ def test_an_owed_reservation_says_whether_it_will_be_honoured_when_due() -> None
 
     assert message(NOW - 500).endswith(
         "binding until then, but gangs ahead of it in the order may start there first "
-        "(a reservation starts ahead of the order from 2 pods)"
+        "(it starts ahead of the order once it has waited 16m40s, in 8m20s)"
     )
     assert "binding until then" not in message(NOW - 950)
 

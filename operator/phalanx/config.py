@@ -115,9 +115,10 @@ class OperatorConfig(BaseModel):
     """Binding reservations per queue per cycle (0: only `backfill_depth` caps them)."""
     start_starving_leaves: float = Field(default=0.5, ge=0, allow_inf_nan=False)
     """A starving gang of at least this many leaves' worth of nodes (and 2 pods) that fits now
-    starts before the order: its binding reservation is honoured (0: off). Half a leaf: a gang
-    that large can no longer be placed on the fragments smaller gangs leave on a leaf, so once
-    it starves it is the one whose reservation must hold (bench/SIM.md, eleventh round)."""
+    starts before the order: its binding reservation is honoured (0: off). Half a leaf: such a
+    gang needs that much of a leaf drained at once, which gangs of less work undo node by node
+    the cycle it is free; with the absolute age the whole-leaf threshold cost 0.9 points of
+    utilisation on two ITP traces, half a leaf 0.1-0.3 (bench/SIM.md, rule 4)."""
     reserve_least_idle: bool = True
     """Between equally good places for a reservation, take the nodes with the fewest GPUs
     free now (the least capacity held idle until it starts)."""

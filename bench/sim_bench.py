@@ -959,6 +959,21 @@ the limit brings cluster04's p95 below `volcano`'s at three grids of four (33.7�
 35.5–36.8 h; at phase 15 38.44 h, +8.4%), and with LSF's rule as well at all four (34.9–35.5
 h, −2.8% median); why the longer bound shortens that tail was not traced this round.
 
+On Philly (compiled core, ~1,215 s a replay) `default+slow3` meets the four figure goals at
+phases 0 and 30 — utilisation 77.82% / 77.71% (−0.07 / −0.25 points), mean 6.52 h both
+(−30%), p95 17.64 / 19.09 h (−22% / −16%), largest 35.0 / 38.0 h (−69% / −67%) — as the
+default does, but its worst queue is below 90% of its share for 33.8% / 30.0% of its demand
+time (the default 28.5% / 26.6%): the goal already missed, by more. PHASE15
+
+Not shipped this round: `default+slow3` turns the one ITP figure it moves (cluster04's p95)
+at three grids of four, and costs Philly's worst queue 3–5 points; with LSF's rule it holds
+at all four, but reservations for multi-pod gangs only cost Philly 0.6–0.7 points of
+utilisation in earlier rounds (`min-members-2-honour`, `min-members-2-owed-small`), and it
+was not replayed there. Against the issue's goals the new default misses, at
+the medians: cluster02's largest class (−12%; −50% asked: needs preemption, sixth round),
+cluster03's mean (+8%), cluster04's p95 (+2.8%) and Philly's worst queue (28.5%; ≤ 15%
+asked), and meets every other figure on every trace.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

@@ -347,17 +347,24 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
     ),
 }
 
-BEFORE_12_02 = {"age_max": "0", "start_starving_leaves": "1"}
-"""The two defaults of `phalanx` changed on 2026-12-02 (issue 19, twelfth round: age absolute
-at 7 days, honoured from half a leaf), at their values before. Every setting above was measured
-on the shipped policy of its day, so each keeps them (unless it sets them itself) and replays
-what it measured; the recorded lines carry them too, so a resumed sweep skips only what is
-truly recorded. Settings added from now on are on the new default and leave them out."""
+EARLIER_DEFAULTS = {"age_max": "0", "start_starving_leaves": "1", "reserve_after_limits": "1"}
+"""Three defaults of `phalanx` changed in issue 19's twelfth round (2026-12-02: age absolute at
+7 days, honoured from half a leaf; 2026-12-03: the bound at twice the time limit), at their
+values before. Every setting above was measured on the shipped policy of its day, so each keeps
+them (unless it sets them itself) and replays what it measured; the recorded lines carry them
+too, so a resumed sweep skips only what is truly recorded. Settings added from now on are on
+the new default and leave them out."""
 
 SETTINGS = {
-    name: (base, {**BEFORE_12_02, **settings} if base == "phalanx" else settings, text)
+    name: (base, {**EARLIER_DEFAULTS, **settings} if base == "phalanx" else settings, text)
     for name, (base, settings, text) in SETTINGS.items()
 }
+SETTINGS["shipped-12-02"] = (
+    "phalanx",
+    {"reserve_after_limits": "1"},
+    "the default of 2026-12-02: age absolute at 7 days, honoured from half a leaf, the bound "
+    "at once the time limit",
+)
 
 
 def traces() -> dict[str, tuple[str, str]]:

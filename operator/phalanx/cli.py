@@ -166,7 +166,7 @@ def run(
             help="A gang holds a binding reservation once it has waited this many of its time "
             "limits (0: this bound off).",
         ),
-    ] = 1.0,
+    ] = 2.0,
     reserve_after: Annotated[
         float,
         typer.Option(

@@ -103,9 +103,11 @@ class OperatorConfig(BaseModel):
     a burst of new gangs does not devalue the age of the ones already waiting. Seven days, Slurm's
     documented default, is also the fair-share usage half-life: age saturates on the horizon over
     which usage is remembered (bench/SIM.md, tenth and eleventh rounds)."""
-    reserve_after_limits: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    reserve_after_limits: float = Field(default=2.0, ge=0, allow_inf_nan=False)
     """Starvation bound: a gang holds a binding reservation once it has waited this many times
-    its time limit (0: off)."""
+    its time limit (0: off). Twice: bounded slowdown 3, (wait + run) / run ≤ 3 for a gang that
+    runs its limit; with the absolute age, once its limit left cluster04's p95 above the greedy
+    policy's and twice meets it (bench/SIM.md, rule 2)."""
     reserve_after_s: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False)
     """...or once it has waited this long, whichever comes first (0: off; both 0: every gang
     within the depth reserves at once, conservative backfill)."""

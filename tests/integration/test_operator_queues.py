@@ -129,10 +129,10 @@ def test_backfill_runs_a_short_gang_first_and_the_big_gang_starts_at_its_reserva
     gang("running", 12, limit=30, run_for="20s")  # 96 GPUs until at most 30 s from now
     wait_bound_whole(cluster, ns, "running", 12)
     started = time.time()
-    # 112 GPUs: must wait for `running` to end. Its 12 s limit makes it starve (the shipped
-    # rule: a gang holds a binding reservation once it has waited its own time limit) before
+    # 112 GPUs: must wait for `running` to end. Its 6 s limit makes it starve (the shipped
+    # rule: a gang holds a binding reservation once it has waited twice its time limit) before
     # `running` ends, so the rest of the test sees a binding reservation.
-    gang("big", 14, limit=12, run_for=None)
+    gang("big", 14, limit=6, run_for=None)
     status = wait_for(
         lambda: (s := group_status(custom, ns, "big")).get("estimatedStartTime") and s,
         timeout=30,
@@ -145,7 +145,7 @@ def test_backfill_runs_a_short_gang_first_and_the_big_gang_starts_at_its_reserva
             (c := scheduled(group_status(custom, ns, "big"))) and "not binding" not in c["message"]
         ),
         timeout=30,
-        what="`big` to hold a binding reservation (once it has waited its 12 s limit)",
+        what="`big` to hold a binding reservation (once it has waited twice its 6 s limit)",
     )
 
     gang("long", 4, limit=600, run_for=None)  # 32 GPUs fit now, but would delay `big`

@@ -5,7 +5,7 @@ The scripted situation, on the `small` shape (128 GPUs, guarantees adding up to 
 - queue `views-borrower` (guarantee 32, not reclaimable) runs `wide`: 12 pods × 8 GPUs = 96 GPUs,
   time limit 600 s. While `views-lender` is idle it deserves all 96; once the lender has demand,
   it deserves its guarantee, 32, and *borrows* the other 64.
-- queue `views-lender` (guarantee 96): `big` (14 × 8 = 112 GPUs, a 12 s time limit, so that it
+- queue `views-lender` (guarantee 96): `big` (14 × 8 = 112 GPUs, a 6 s time limit, so that it
   starves and holds a binding reservation within seconds) cannot start before `wide` ends, so
   it waits with a reservation at `wide`'s time limit; `long` (4 × 8 = 32 GPUs, no time limit)
   would fit in the 32 free GPUs but would delay that reservation, so it waits for it; `short`
@@ -141,10 +141,10 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
     wait_bound_whole(cluster, ns, "wide", 12)
     after_wide = time.time()
 
-    # A 12 s limit: `big` starves (the shipped rule: a binding reservation once a gang has
-    # waited its own time limit) long before `wide` ends, and from then on holds its
+    # A 6 s limit: `big` starves (the shipped rule: a binding reservation once a gang has
+    # waited twice its time limit) long before `wide` ends, and from then on holds its
     # reservation, which is what the rest of the scene is about.
-    submit(cluster, custom, ns, "big", 14, LENDER, 12)
+    submit(cluster, custom, ns, "big", 14, LENDER, 6)
     wait_for(
         lambda: (r := mine(phalanx_json(cluster, "queue", "-n", ns), ns).get("big")) and r["eta"],
         timeout=60,
@@ -153,7 +153,7 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
     wait_for(
         lambda: "not binding" not in phalanx_json(cluster, "explain", "big", "-n", ns)["message"],
         timeout=60,
-        what="`big` to hold a binding reservation (once it has waited its 12 s limit)",
+        what="`big` to hold a binding reservation (once it has waited twice its 6 s limit)",
     )
     submit(cluster, custom, ns, "long", 4, LENDER, None)
     long = wait_for(

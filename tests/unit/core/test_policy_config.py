@@ -23,6 +23,7 @@ def test_defaults_are_the_shipped_policy() -> None:
     assert (policy.start_starving_leaves, policy.charge_promised) == (0.5, True)
     assert policy.reserve_least_idle
     assert policy.age_max == 7 * 24 * 3600.0
+    assert (policy.reserve_after_limits, policy.reserve_after_s) == (2.0, 24 * 3600.0)
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sim_builders import cluster, job
+from sim_builders import cluster, job, starving_at_limit
 
 from phalanx.sim.idle import (
     FITS,
@@ -33,13 +33,14 @@ def _drain() -> list[TraceJob]:
 
 
 def test_a_node_drained_for_a_starving_gang_is_held() -> None:
-    """`phalanx`: b2 starves at 1,800 (its 30 min limit). At 1,950 b0 ends and n00 is free;
+    """`phalanx`, the bound at once the limit (`starving_at_limit`): b2 starves at 1,800 (its
+    30 min limit). At 1,950 b0 ends and n00 is free;
     b2 reserves both nodes from 3,600 (b1's 1 h limit), so n00's 8 GPUs are held until b1
     ends at 3,000 and b2 starts: 8 × 1,050 = 8,400 GPU-s. b2 ends at 3,100 and nothing is
     pending until a1 at 4,000: 16 × 900 = 14,400 GPU-s. Busy: 8 × 1,950 + 8 × 3,000 + 16 ×
     100 = 41,200 of 64,000 GPU-s, so the two add up to all the idle time. The reservation is
     due 1,650 s after 1,950, and no other gang is pending: "due in < 1 h, none fits"."""
-    _, idle = replay(_drain(), cluster(2), [], get_policy("phalanx"), cycle_interval_s=0)
+    _, idle = replay(_drain(), cluster(2), [], starving_at_limit(), cycle_interval_s=0)
     assert idle.window_s == 4000.0
     assert idle.gpu_s == {
         HELD: 8400.0,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim_builders import cluster, job
+from sim_builders import cluster, job, starving_at_limit
 
 from phalanx.sim.policies import get_policy
 from phalanx.sim.queues import QueueSpec
@@ -15,7 +15,8 @@ def _queues() -> list[QueueSpec]:
 
 
 def _held_by_reservation() -> list[TraceJob]:
-    """qb's b0 and b1 on both nodes (until 1,950 and 3,000), its starving b2 (16 GPUs) and
+    """qb's b0 and b1 on both nodes (until 1,950 and 3,000), its starving b2 (16 GPUs; under
+    `starving_at_limit`, the bound at once its 30 min limit) and
     qa's a1 (8 GPUs) arriving at 1,900: the trace of the two tests below."""
     return [
         job("b0", 0, 8, 1950, "qb"),
@@ -49,7 +50,7 @@ def test_a_gang_held_back_by_another_queues_reservation() -> None:
       serves qa first and a1 starts. Now qb holds 0 of its 8 until 3,100, when a1 ends and b2
       starts, and its only gang (16 GPUs) is larger than the 8 it is owed."""
     _, starved = replay(
-        _held_by_reservation(), cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0
+        _held_by_reservation(), cluster(2), _queues(), starving_at_limit(), cycle_interval_s=0
     )
     assert dict(starved.below_s) == {"qa": 1100.0, "qb": 100.0}
     assert dict(starved.why_s["qa"]) == {
@@ -68,7 +69,7 @@ def test_whole_nodes_free_while_a_queue_is_short_and_who_holds_them() -> None:
     - qb, 3,000–3,100: a1 started on one node at 3,000, the other is free and held by b2 from
       4,800 (a1's 30 min limit), 1,800 s ahead: "< 1 h"."""
     _, starved = replay(
-        _held_by_reservation(), cluster(2), _queues(), get_policy("phalanx"), cycle_interval_s=0
+        _held_by_reservation(), cluster(2), _queues(), starving_at_limit(), cycle_interval_s=0
     )
     assert dict(starved.idle_s["qa"]) == {
         "no whole node free": 50.0,

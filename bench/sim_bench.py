@@ -899,36 +899,36 @@ Helm values, manifests; rules 1 and 4 above say why each value). The eleventh ro
 over four cycle grids are the evidence: against the old default it misses no ITP goal figure
 the old one met, and meets cluster03's utilisation (−0.11 points, median; the old default
 −0.68), cluster04's mean (−45%; −16%) and Philly's mean at every phase (−26 to −33%; the old
-default −17.3% at phase 30). The `phalanx` rows of the tables above are re-recorded on the
+default −17.3% at phase 30). The `phalanx` rows of the tables above were re-recorded on the
 compiled core under it (`tools/build_core.py --exec .venv/bin/python bench/sim_bench.py --reuse
---policy phalanx`, 1,003 s for the six traces, Philly 948 s): they are the figures of the
+--policy phalanx`, 1,003 s for the six traces, Philly 948 s): they were the figures of the
 `max-age-7d+half-leaf` replays to the last digit (Philly 77.44% / 6.28 h / 15.98 h / 40.5 h /
 28.5%; cluster04 96.06% / 7.72 h / 37.20 h / 48.8 h; cluster03 73.46% / 84.72 h; cluster02
-65.62% / 4.95 h), and so are the new `phalanx` rows of the four-grid tables on the ITP traces
-(`bench/sim_noise.py --policy phalanx`, compiled core; the Philly rows there are the setting's
-replays, marked `from` in the file). The old default is the setting `shipped-12-01` (age
-relative to the longest wait pending, honoured from a whole leaf), its recorded replays kept
-under that name in both results files. Every setting measured before this round keeps the two
-old values in its definition (`EARLIER_DEFAULTS` in `bench/sim_settings.py`) and in its recorded
-lines, so it replays what it measured and a resumed sweep skips only what is truly recorded;
-the baselines' recorded configurations gain the `Policy` fields added since they ran, at the
-values they ran with (all off), so `make bench-sim` keeps them instead of replaying all 24. The
-integration suite (113 tests) and the lifecycle walk pass on the new default; what changes for
-a user is the order of gangs that have waited minutes or hours (by their work, the age counting
-little before days) and, on the dev shape, reservations honoured from 2 pods instead of 4. A
-gang of the honoured size whose reservation comes due before it has waited its bound now says
-when it will be honoured ("(it starts ahead of the order once it has waited 1h00m, in
-59m59s)"), where "(a reservation starts ahead of the order from 2 pods)" read to a 3-pod gang
-as if it were.
+65.62% / 4.95 h), and so were the `phalanx` rows of the four-grid tables on the ITP traces (now
+the setting `shipped-12-02`) (`bench/sim_noise.py --policy phalanx`, compiled core; the Philly
+rows there are the setting's replays, marked `from` in the file). The old default is the
+setting `shipped-12-01` (age relative to the longest wait pending, honoured from a whole leaf),
+its recorded replays kept under that name in both results files. Every setting measured before
+this round keeps the old values in its definition (`EARLIER_DEFAULTS` in
+`bench/sim_settings.py`) and in its recorded lines, so it replays what it measured and a
+resumed sweep skips only what is truly recorded; the baselines' recorded configurations gain
+the `Policy` fields added since they ran, at the values they ran with (all off), so `make
+bench-sim` keeps them instead of replaying all 24. The integration suite (113 tests) and the
+lifecycle walk passed on it; what changes for a user is the order of gangs that have waited
+minutes or hours (by their work, the age counting little before days) and, on the dev shape,
+reservations honoured from 2 pods instead of 4. A gang of the honoured size whose reservation
+comes due before it has waited its bound now says when it will be honoured ("(it starts ahead
+of the order once it has waited 1h00m, in 59m59s)"), where "(a reservation starts ahead of the
+order from 2 pods)" read to a 3-pod gang as if it were.
 
-*Measured on the new default* (`bench/sim_noise.py --custom NAME phalanx FIELD=VALUE,...`,
-four grids, compiled core: about 6 min a setting for the three ITP traces, where the pure
-core took about 18). Medians against `volcano` at the same phase (in parentheses: at how many grids
-met):
+*Measured on the first change* (`default of 12-02` below; `bench/sim_noise.py --custom NAME
+phalanx FIELD=VALUE,...`, four grids, compiled core: about 6 min a setting for the three ITP
+traces, where the pure core took about 18). Medians against `volcano` at the same phase (in
+parentheses: at how many grids met):
 
 | setting | trace | util. pt | mean | p95 | largest |
 |---|---|---|---|---|---|
-| default | cluster02 | −0.17 | −30% | −14% | −12% |
+| default of 12-02 | cluster02 | −0.17 | −30% | −14% | −12% |
 |  | cluster03 | −0.11 | +8.0% | −17% | −94% |
 |  | cluster04 | −0.31 | −45% | +2.8% | −78% |
 | `default+cap-48h` | cluster02 | −0.18 | −35% | −6.6% | −10% |

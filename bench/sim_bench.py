@@ -918,8 +918,9 @@ lifecycle walk passed on it; what changes for a user is the order of gangs that 
 minutes or hours (by their work, the age counting little before days) and, on the dev shape,
 reservations honoured from 2 pods instead of 4. A gang of the honoured size whose reservation
 comes due before it has waited its bound now says when it will be honoured ("(it starts ahead
-of the order once it has waited 1h00m, in 59m59s)"), where "(a reservation starts ahead of the
-order from 2 pods)" read to a 3-pod gang as if it were.
+of the order once it has waited 2h00m, in 1h59m)", the walk's `train` of a 1 h limit under the
+shipped bound), where "(a reservation starts ahead of the order from 2 pods)" read to a 3-pod
+gang as if it were.
 
 *Measured on the first change* (`default of 12-02` below; `bench/sim_noise.py --custom NAME
 phalanx FIELD=VALUE,...`, four grids, compiled core: about 6 min a setting for the three ITP

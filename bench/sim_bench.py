@@ -221,17 +221,19 @@ none fitted per trace:
    reservation only once it has waited twice its own time limit (bounded slowdown 3: (wait +
    run) / run, the HPC literature's measure of fairness across job lengths, at most 3 for a
    gang that runs its limit), or 24 h, whichever comes first (PBS Professional's `max_starve`
-   default is 24 h). Once the limit (slowdown 2, the default until 2026-12-03) was measured
-   against twice with the absolute age of rule 1, at four cycle grids: twice meets cluster04's
-   p95 goal at the median and Philly's at every grid, for 1.5 points of Philly's worst queue
-   (twelfth round). Before the walk, those gangs that cannot start
-   now are planned oldest first and their capacity is held; every other gang is then walked in
-   the order of rule 1 and starts wherever it delays no reservation (backfill around the
-   starving gangs only). Gangs that do not hold one still get an `estimatedStartTime` from the
-   same sweep, holding nothing ("(not binding)" and the rule that holds them back). Reserving
-   for every gang at once (the bound off) is conservative backfill and makes all sizes wait
-   alike (`phalanx-conservative`: 22.7 h mean on cluster04); one reservation per queue
-   (`per-queue-1`) lets the largest gangs starve behind the other starving gangs (229.7 h).
+   default is 24 h). The bound at once the limit (slowdown 2, the default until 2026-12-03) was
+   measured against twice the limit with the absolute age of rule 1, at four cycle grids: twice
+   meets cluster04's p95 goal at the median and Philly's at every grid, for 1.5 points of
+   Philly's worst queue (twelfth round). With the 24 h cap, twice changes the bound of gangs of
+   limits under 12 h only: short gangs hold nodes idle for their reservations less often.
+   Before the walk, those gangs that cannot start now are planned oldest first and their
+   capacity is held; every other gang is then walked in the order of rule 1 and starts wherever
+   it delays no reservation (backfill around the starving gangs only). Gangs that do not hold
+   one still get an `estimatedStartTime` from the same sweep, holding nothing ("(not binding)"
+   and the rule that holds them back). Reserving for every gang at once (the bound off) is
+   conservative backfill and makes all sizes wait alike (`phalanx-conservative`: 22.7 h mean on
+   cluster04); one reservation per queue (`per-queue-1`) lets the largest gangs starve behind
+   the other starving gangs (229.7 h).
 3. **Queues owed their share reserve at once** (`--reserve-under-share`): a gang that fits
    within its queue's deserved share while another queue borrows beyond its own holds a
    binding reservation before its bound. A lone queue is never owed anything (its share is
@@ -963,7 +965,15 @@ reservation gathered goes to gangs of less work the cycle it is free (the ninth 
 finding, now with the absolute age putting least work first for longer). The bound at twice
 the limit brings cluster04's p95 below `volcano`'s at three grids of four (33.7–34.3 h against
 35.5–36.8 h; at phase 15 38.44 h, +8.4%), and with LSF's rule as well at all four (34.9–35.5
-h, −2.8% median); why the longer bound shortens that tail was not traced this round.
+h, −2.8% median). Why (the same diagnosis under the shipped default, phase 0): the bound
+min(2 × the limit, 24 h) differs from min(1 ×, 24 h) only for gangs of limits under 12 h,
+which now reserve after twice their limit instead of once, so fewer short gangs hold nodes idle
+for their reservations; every class waits a little less — 1 GPU mean 3.4 → 3.2 h, p95 17.2 →
+16.7 h; 2–8 GPUs mean 20.2 → 18.7 h, p95 71.2 → 69.6 h; 9–32 GPUs p95 85.9 → 83.4 h; the 33+
+class 48.8 → 49.5 h at worst — and the overall p95 (37.20 → 33.69 h) sits in the body of the
+2–8-GPU class's waits, where they lie close together, so a shift of an hour or two there moves
+it by 3.5 h. The longest waits are unchanged (164–170 h): whole-node gangs of limits of 24 h
+or more, whose bound is the 24 h cap either way.
 
 On Philly (compiled core, 896–1,217 s a replay) `default+slow3` meets the four figure goals
 at all three grids — utilisation 77.82% / 77.85% / 77.71% at phases 0 / 15 / 30 (median −0.15

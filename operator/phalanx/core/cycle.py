@@ -901,10 +901,19 @@ class Walk:
         past its starvation bound (now, or `at`) and large enough to reserve (`_may_reserve`,
         `_bound`): `_starving` for waiting gangs, and for running ones if they were evicted
         now."""
-        if not self._bounded() or members < self.policy.reserve_min_members:
+        bound = self._starving_after(members, duration)
+        if bound is None:
             return False
         when = self.now if at is None else at
-        return when - created >= self._bound_for(duration, members)
+        return when - created >= bound
+
+    def _starving_after(self, members: int, duration: float) -> float | None:
+        """The wait after which a gang of `members` pods and time limit `duration` starves
+        (`_bound_for`, possibly infinite), or None when no wait does: the bound is off, or the
+        gang is too small to reserve (`reserve_min_members`)."""
+        if not self._bounded() or members < self.policy.reserve_min_members:
+            return None
+        return self._bound_for(duration, members)
 
     def _starts_first(self, w: GangWork) -> bool:
         """Whether starving `w`, which fits now, starts before the walk: its binding
@@ -1003,9 +1012,9 @@ class Walk:
         first = ""
         if least is not None and members < least:
             first = f" (a reservation starts ahead of the order from {least} pods)"
-        elif least is not None and created is not None and self._bounded():
-            bound = self._bound_for(w.duration, members)
-            if members >= self.policy.reserve_min_members and math.isfinite(bound):
+        elif least is not None and created is not None:
+            bound = self._starving_after(members, w.duration)
+            if bound is not None and math.isfinite(bound):
                 first = (
                     f" (it starts ahead of the order once it has waited "
                     f"{format_duration(bound)}, in {format_duration(created + bound - self.now)})"

@@ -1770,7 +1770,24 @@ def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Na
         and summary.get("shape") == shape
         and summary.get("limit_jobs") == args.quick
         and summary.get("cycle_interval_s") == args.cycle_interval
-        and summary.get("policy_config") == policy_config(POLICIES[policy])
+        and _same_config(summary.get("policy_config"), policy_config(POLICIES[policy]))
+    )
+
+
+def _same_config(recorded: object, current: dict[str, Any]) -> bool:
+    """Whether a recorded `policy_config` is `current`, a core `Policy` field absent from the
+    record counting as the field's core default: a field added since the replay ran did not
+    exist then, and a new knob's core default is the one that leaves the code as it was
+    (issue 19's knobs are added off). A recorded field the code no longer has, or any value
+    that differs, is a different configuration."""
+    from phalanx.core import Policy
+
+    if not isinstance(recorded, dict) or set(recorded) - set(current):
+        return False
+    core = Policy()
+    return all(
+        recorded[name] == value if name in recorded else value == getattr(core, name, object())
+        for name, value in current.items()
     )
 
 

@@ -175,6 +175,21 @@ def run(
             "within the depth reserves at once).",
         ),
     ] = 24 * 3600.0,
+    reserve_after_peers: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after-peers"),
+            help="...but no sooner than this many times the median wait of the gangs of its "
+            "queue that started within the window (0: off).",
+        ),
+    ] = 0.0,
+    reserve_after_peers_window: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after-peers-window"),
+            help="Seconds back from now whose starts --reserve-after-peers takes.",
+        ),
+    ] = 86400.0,
     reserve_under_share: Annotated[
         bool,
         typer.Option(
@@ -352,6 +367,8 @@ def run(
         priority_max_age_s=priority_max_age,
         reserve_after_limits=reserve_after_limits,
         reserve_after_s=reserve_after,
+        reserve_after_peers=reserve_after_peers,
+        reserve_after_peers_window_s=reserve_after_peers_window,
         reserve_under_share=reserve_under_share,
         backfill_depth_per_queue=backfill_depth_per_queue,
         start_starving_leaves=start_starving_leaves,

@@ -111,6 +111,13 @@ class OperatorConfig(BaseModel):
     reserve_after_s: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False)
     """...or once it has waited this long, whichever comes first (0: off; both 0: every gang
     within the depth reserves at once, conservative backfill)."""
+    reserve_after_peers: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """...but no sooner than this many times the median wait of the gangs of its queue that
+    started within `reserve_after_peers_window_s` (0: off). Starvation is being passed over
+    while the rest of the queue is served: under overload every gang waits, and a reservation
+    for one that has waited what its peers wait holds capacity idle for no one starved."""
+    reserve_after_peers_window_s: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
+    """How far back those starts are taken from (seconds)."""
     reserve_under_share: bool = True
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)
@@ -166,6 +173,8 @@ class OperatorConfig(BaseModel):
             age_max=self.priority_max_age_s,
             reserve_after_limits=self.reserve_after_limits,
             reserve_after_s=self.reserve_after_s,
+            reserve_after_peers=self.reserve_after_peers,
+            peer_window_s=self.reserve_after_peers_window_s,
             reserve_under_share=self.reserve_under_share,
             backfill_depth_per_queue=self.backfill_depth_per_queue,
             start_starving_leaves=self.start_starving_leaves,
@@ -211,6 +220,8 @@ _FLAG_FIELDS = {
     "priority_max_age_s": "--priority-max-age",
     "reserve_after_limits": "--reserve-after-limits",
     "reserve_after_s": "--reserve-after",
+    "reserve_after_peers": "--reserve-after-peers",
+    "reserve_after_peers_window_s": "--reserve-after-peers-window",
     "reserve_under_share": "--reserve-under-share",
     "backfill_depth_per_queue": "--backfill-depth-per-queue",
     "start_starving_leaves": "--start-starving-leaves",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import math
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -209,6 +210,8 @@ class Walk:
         #: The fewest pods of a gang whose reservation is honoured (policy and topology are
         #: fixed for the walk; `_honoured_size_of` asks for every starving gang).
         self.honoured_from = self._honoured_from()
+        #: `Policy.reserve_after_peers`: per queue, the least starvation bound its waits set.
+        self.peer_bound = self._peer_bounds()
 
     # -- start now ---------------------------------------------------------------------------
 
@@ -891,29 +894,52 @@ class Walk:
         work = w.fair * w.duration if w.fair else 0.0
         return GangKey(w.gang, w.fair, work)
 
+    def _peer_bounds(self) -> dict[str, float]:
+        """Per queue, `reserve_after_peers` × the median wait of its gangs that started within
+        the last `peer_window_s` (the wait each had when it started); empty when off. Read off
+        the running gangs: a gang that started and already ended is not seen, so under
+        overload, where the short gangs that start early end early too, the sample leans
+        towards the long gangs."""
+        p = self.policy
+        if p.reserve_after_peers <= 0:
+            return {}
+        since = self.now - p.peer_window_s
+        waits: dict[str, list[float]] = {}
+        for r in self.prep.running:
+            g = r.gang
+            if g.creation_time is None or g.evicting or g.start_time < since:
+                continue
+            waits.setdefault(g.queue, []).append(max(0.0, g.start_time - g.creation_time))
+        return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
+
     def _starving(self, w: GangWork) -> bool:
-        return self._starved(_pods(w), w.duration, w.gang.creation_time)
+        return self._starved(_pods(w), w.duration, w.gang.creation_time, w.queue.name)
 
     def _starved(
-        self, members: int, duration: float, created: float, at: float | None = None
+        self,
+        members: int,
+        duration: float,
+        created: float,
+        queue: str,
+        at: float | None = None,
     ) -> bool:
         """Whether a gang of `members` pods, time limit `duration`, created at `created` is
         past its starvation bound (now, or `at`) and large enough to reserve (`_may_reserve`,
         `_bound`): `_starving` for waiting gangs, and for running ones if they were evicted
         now."""
-        bound = self._starving_after(members, duration)
+        bound = self._starving_after(members, duration, queue)
         if bound is None:
             return False
         when = self.now if at is None else at
         return when - created >= bound
 
-    def _starving_after(self, members: int, duration: float) -> float | None:
+    def _starving_after(self, members: int, duration: float, queue: str) -> float | None:
         """The wait after which a gang of `members` pods and time limit `duration` starves
         (`_bound_for`, possibly infinite), or None when no wait does: the bound is off, or the
         gang is too small to reserve (`reserve_min_members`)."""
         if not self._bounded() or members < self.policy.reserve_min_members:
             return None
-        return self._bound_for(duration, members)
+        return self._bound_for(duration, members, queue)
 
     def _starts_first(self, w: GangWork) -> bool:
         """Whether starving `w`, which fits now, starts before the walk: its binding
@@ -930,7 +956,7 @@ class Walk:
         starving gang of two or more pods is honoured. `honour_after` honours any starving
         gang once it has waited that many times the absolute bound."""
         p = self.policy
-        if not self._honoured(_pods(w), w.duration, w.gang.creation_time):
+        if not self._honoured(_pods(w), w.duration, w.gang.creation_time, w.queue.name):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
         # reclaim it at once, and it would start first again the next cycle (a livelock).
@@ -947,20 +973,32 @@ class Walk:
             return False
         members = len(g.members)
         limit = math.inf if g.time_limit is None else g.time_limit
-        return self._honoured(members, limit, g.creation_time)
+        return self._honoured(members, limit, g.creation_time, g.queue)
 
     def _honoured(
-        self, members: int, duration: float, created: float, at: float | None = None
+        self,
+        members: int,
+        duration: float,
+        created: float,
+        queue: str,
+        at: float | None = None,
     ) -> bool:
         """Whether a gang of `members` pods, time limit `duration`, created at `created` has
         its reservation honoured (now, or when due `at`), its queue's share aside: starving
         then, and of the honoured size or past `honour_after` (`_starts_first`)."""
-        if not self._starved(members, duration, created, at):
+        if not self._starved(members, duration, created, queue, at):
             return False
-        return self._honoured_size_of(members) or self._long_starved(members, duration, created, at)
+        return self._honoured_size_of(members) or self._long_starved(
+            members, duration, created, queue, at
+        )
 
     def _long_starved(
-        self, members: int, duration: float, created: float, at: float | None = None
+        self,
+        members: int,
+        duration: float,
+        created: float,
+        queue: str,
+        at: float | None = None,
     ) -> bool:
         """Whether a gang has waited (by now, or `at`) `honour_after` times the absolute
         starvation bound (its own bound when there is none): its reservation is then honoured
@@ -968,7 +1006,11 @@ class Walk:
         p = self.policy
         if p.honour_after <= 0:
             return False
-        base = p.reserve_after_s if p.reserve_after_s > 0 else self._bound_for(duration, members)
+        base = (
+            p.reserve_after_s
+            if p.reserve_after_s > 0
+            else self._bound_for(duration, members, queue)
+        )
         when = self.now if at is None else at
         return when - created >= p.honour_after * base
 
@@ -1006,14 +1048,14 @@ class Walk:
         have waited and when it will have (a gang of 3 pods told "from 2 pods" alone would
         read its reservation as honoured)."""
         members, created = _pods(w), w.gang.creation_time
-        if self._honoured(members, w.duration, created, at=start):
+        if self._honoured(members, w.duration, created, w.queue.name, at=start):
             return ""
         least = self.honoured_from
         first = ""
         if least is not None and members < least:
             first = f" (a reservation starts ahead of the order from {least} pods)"
         elif least is not None and created is not None:
-            bound = self._starving_after(members, w.duration)
+            bound = self._starving_after(members, w.duration, w.queue.name)
             if bound is not None and math.isfinite(bound):
                 first = (
                     f" (it starts ahead of the order once it has waited "
@@ -1031,9 +1073,13 @@ class Walk:
     def _bound(self, w: GangWork) -> float:
         """`w`'s starvation bound (`ordering.starvation_bound`), per member when
         `reserve_per_member`."""
-        return self._bound_for(w.duration, _pods(w))
+        return self._bound_for(w.duration, _pods(w), w.queue.name)
 
-    def _bound_for(self, duration: float, members: int) -> float:
+    def _bound_for(self, duration: float, members: int, queue: str) -> float:
+        """The gang's own bound, or its queue's peers' when longer (`reserve_after_peers`)."""
+        return max(self._own_bound(duration, members), self.peer_bound.get(queue, 0.0))
+
+    def _own_bound(self, duration: float, members: int) -> float:
         p = self.policy
         per = members if p.reserve_per_member else 1
         return starvation_bound(duration, p.reserve_after_limits, p.reserve_after_s, per)
@@ -1110,8 +1156,22 @@ class Walk:
                 "before its starvation bound and smaller gangs may start beside it"
             )
         return (
-            f"waited {_hours(wait)} of its {_hours(bound)} starvation bound, so it holds no "
-            "reservation yet and smaller gangs may start beside it"
+            f"waited {_hours(wait)} of its {_hours(bound)} starvation bound{self._peer_note(w)}, "
+            "so it holds no reservation yet and smaller gangs may start beside it"
+        )
+
+    def _peer_note(self, w: GangWork) -> str:
+        """Where `w`'s bound comes from when its queue's waits set it (`reserve_after_peers`),
+        for its message: a bound longer than the gang's own reads as arbitrary otherwise."""
+        p = self.policy
+        peer = self.peer_bound.get(w.queue.name, 0.0)
+        own = self._own_bound(w.duration, _pods(w))
+        if peer <= own:
+            return ""
+        return (
+            f" ({p.reserve_after_peers:g} × {_hours(peer / p.reserve_after_peers)}, the median "
+            f"wait of the gangs of queue {w.queue.name} that started in the last "
+            f"{_hours(p.peer_window_s)})"
         )
 
     def _may_evict(self, w: GangWork) -> bool:

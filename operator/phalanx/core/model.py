@@ -274,6 +274,15 @@ class Policy:
     this many times its time limit (0: this part off). See `ordering.starving`."""
     reserve_after_s: float = 0.0
     """Starvation bound, absolute cap in seconds (0: off). Both 0: every gang reserves."""
+    reserve_after_peers: float = 0.0
+    """Starvation bound, relative to the queue: a gang starves no sooner than this many times
+    the median wait of the gangs of its queue that started within the last `peer_window_s`
+    (their wait before they started; 0: off). Starvation is being passed over while others
+    are served; under overload every job waits, and a gang that has waited what the rest of
+    its queue waits is not starving, so its reservation would only hold capacity idle for a
+    gang treated like its peers (for measuring, issue 19 thirteenth round)."""
+    peer_window_s: float = 86400.0
+    """How far back `reserve_after_peers` looks for the starts whose waits it takes."""
     reserve_under_share: bool = False
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = 0

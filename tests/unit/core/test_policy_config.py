@@ -37,6 +37,8 @@ def test_defaults_are_the_shipped_policy() -> None:
         ("priority_max_age_s", "--priority-max-age"),
         ("reserve_after_limits", "--reserve-after-limits"),
         ("reserve_after_s", "--reserve-after"),
+        ("reserve_after_peers", "--reserve-after-peers"),
+        ("reserve_after_peers_window_s", "--reserve-after-peers-window"),
         ("start_starving_leaves", "--start-starving-leaves"),
     ],
 )
@@ -70,13 +72,21 @@ def _run(monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str]) 
 def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     result, seen = _run(
         monkeypatch,
-        ["--priority-weight-work", "2.5", "--backfill-depth-per-queue", "3"],
+        [
+            "--priority-weight-work",
+            "2.5",
+            "--backfill-depth-per-queue",
+            "3",
+            "--reserve-after-peers-window",
+            "7200",
+        ],
         {
             "PHALANX_RESERVE_AFTER": "3600",
             "PHALANX_RESERVE_UNDER_SHARE": "false",
             "PHALANX_START_STARVING_LEAVES": "2",
             "PHALANX_RESERVE_LEAST_IDLE": "false",
             "PHALANX_PRIORITY_MAX_AGE": "3600",
+            "PHALANX_RESERVE_AFTER_PEERS": "1.5",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -87,6 +97,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     assert policy.start_starving_leaves == 2.0
     assert not policy.reserve_least_idle
     assert policy.age_max == 3600.0
+    assert (policy.reserve_after_peers, policy.peer_window_s) == (1.5, 7200.0)
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from phalanx.core import Policy
 from phalanx.sim.policies import POLICIES
 from phalanx.sim.report import policy_config
 from phalanx.sim.traces import TraceFormatError
@@ -80,6 +81,28 @@ def test_a_replay_that_differs_is_not_reused(bench: ModuleType, tmp_path: Path) 
     assert not bench._matches({k: v for k, v in good.items() if k != "policy_config"},
                               "itp-cluster05", "phalanx", args)  # fmt: skip
     assert not bench._matches(good, "itp-cluster04", "phalanx", args)
+
+
+def test_a_field_added_since_a_replay_counts_as_its_core_default(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """A replay recorded before a `Policy` field existed is the same configuration if the
+    field's value now is the core default (the knob was added off), and not otherwise."""
+    args = bench.argparse.Namespace(quick=40, cycle_interval=60.0)
+    trace = next(t for label, t, _, _ in bench.runs() if label == "itp-cluster05")
+    config = policy_config(POLICIES["phalanx"])
+    assert config["reserve_after_peers"] == Policy().reserve_after_peers == 0.0
+    older = {k: v for k, v in config.items() if k != "reserve_after_peers"}
+    good: dict[str, Any] = {"trace": trace, "shape": "small", "limit_jobs": 40,
+                            "cycle_interval_s": 60.0, "policy_config": older}  # fmt: skip
+    assert bench._matches(good, "itp-cluster05", "phalanx", args)
+    # The shipped default differs from the core default here: absent is not the same.
+    assert POLICIES["phalanx"].core.reserve_after_limits != Policy().reserve_after_limits
+    no_bound = {k: v for k, v in config.items() if k != "reserve_after_limits"}
+    assert not bench._matches(dict(good, policy_config=no_bound), "itp-cluster05", "phalanx", args)
+    # A field the code no longer has is a different configuration.
+    gone = dict(config, retired_knob=1.0)
+    assert not bench._matches(dict(good, policy_config=gone), "itp-cluster05", "phalanx", args)
 
 
 def test_a_recorded_replay_is_known_by_its_trace_name_and_content_not_its_path(

@@ -1,0 +1,77 @@
+"""`Policy.reserve_after_peers` (issue 19, thirteenth round): a gang starves no sooner than k ×
+the median wait of the gangs of its queue that started within `peer_window_s`.
+
+Hand-worked, one cycle at `NOW` on one leaf of two 8-GPU nodes: `r` runs on n00 until NOW + 100
+(its limit); n01 is free. Pending, in FIFO order: `big` (2 × 8 GPUs, limit 1,000 s, created at
+NOW − 3,600: it has waited 3,600 s, past its own bound of 1 × 1,000 s) and `long` (8 GPUs, limit
+500 s, fresh), which fits n01 now and would run until NOW + 500. Whether `big` starves decides
+whether `long` starts: a binding reservation of `big` from NOW + 100 holds n01.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import fabric, gang, queue, running, snapshot
+
+from phalanx.core import Policy, Reason, Snapshot, schedule
+
+NOW = 10_000.0
+N0, N1 = "s0-l0-n00", "s0-l0-n01"
+PEERS = Policy(reserve_after_limits=1.0, reserve_after_peers=1.0)
+
+
+def _cluster(r_waited: float, r_started: float = NOW - 50, r_queue: str = "default") -> Snapshot:
+    """`r` started at `r_started` after waiting `r_waited` seconds, in queue `r_queue`."""
+    r = (
+        running("r")
+        .queue(r_queue)
+        .on(N0)
+        .started(r_started)
+        .created(r_started - r_waited)
+        .time_limit(NOW + 100 - r_started)
+    )
+    pending = [
+        gang("big").pods(2).created(NOW - 3600).time_limit(1000),
+        gang("long").pods(1).created(NOW - 1).time_limit(500),
+    ]
+    queues = [queue(r_queue)] if r_queue != "default" else []
+    return snapshot(fabric(1, 1, 2), running=[r], pending=pending, queues=queues)
+
+
+def test_a_gang_that_waited_less_than_its_peers_is_not_starving() -> None:
+    """`r` waited 5,000 s before it started: the peer bound is 1 × 5,000 s > `big`'s 3,600 s,
+    so `big` holds no binding reservation, `long` starts on n01, and `big`'s message counts
+    its wait against the peer bound and says where that bound comes from."""
+    r = schedule(_cluster(r_waited=5000), PEERS, NOW)
+    assert dict(r.bindings) == {"ns/long": {"long-000": N1}}
+    assert "ns/big" not in r.reservations
+    assert (
+        "waited 1h00m of its 1h23m starvation bound (1 × 1h23m, the median wait of the gangs "
+        "of queue default that started in the last 1d00h)" in r.gangs["ns/big"].message
+    )
+
+
+def test_a_gang_that_waited_more_than_its_peers_reserves() -> None:
+    """`r` waited 2,000 s: the bound is max(1,000, 2,000) = 2,000 s <= 3,600 s, so `big`
+    reserves n00 + n01 from NOW + 100 and `long` may not start on n01."""
+    r = schedule(_cluster(r_waited=2000), PEERS, NOW)
+    assert r.bindings == {}
+    assert r.reservations["ns/big"].start == NOW + 100
+    assert r.gangs["ns/long"].reason == Reason.WAITING_FOR_RESERVATION
+
+
+def test_starts_before_the_window_and_other_queues_do_not_count() -> None:
+    """The same 5,000 s wait sets no peer bound when `r` started 86,401 s ago (outside the
+    24 h window) or runs in another queue: `big` is past its own bound and reserves."""
+    old = _cluster(r_waited=5000, r_started=NOW - 86_401)
+    assert old.running[0].time_limit == 86_501
+    assert "ns/big" in schedule(old, PEERS, NOW).reservations
+    other = _cluster(r_waited=5000, r_queue="other")
+    assert "ns/big" in schedule(other, PEERS, NOW).reservations
+
+
+def test_off_by_default() -> None:
+    """Without the knob the 5,000 s wait of `r` changes nothing: `big` reserves."""
+    r = schedule(_cluster(r_waited=5000), replace(PEERS, reserve_after_peers=0.0), NOW)
+    assert "ns/big" in r.reservations

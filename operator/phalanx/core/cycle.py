@@ -210,7 +210,8 @@ class Walk:
         #: The fewest pods of a gang whose reservation is honoured (policy and topology are
         #: fixed for the walk; `_honoured_size_of` asks for every starving gang).
         self.honoured_from = self._honoured_from()
-        #: `Policy.reserve_after_peers`: per queue, the least starvation bound its waits set.
+        #: `Policy.reserve_after_peers`: the least starvation bound the recent starts' waits
+        #: set, per queue (`peers_per_queue`) or for every queue (key "").
         self.peer_bound = self._peer_bounds()
 
     # -- start now ---------------------------------------------------------------------------
@@ -895,11 +896,11 @@ class Walk:
         return GangKey(w.gang, w.fair, work)
 
     def _peer_bounds(self) -> dict[str, float]:
-        """Per queue, `reserve_after_peers` × the median wait of its gangs that started within
-        the last `peer_window_s` (the wait each had when it started); empty when off. Read off
-        the running gangs: a gang that started and already ended is not seen, so under
-        overload, where the short gangs that start early end early too, the sample leans
-        towards the long gangs."""
+        """`reserve_after_peers` × the median wait of the gangs that started within the last
+        `peer_window_s` (the wait each had when it started), over every queue (key "") or per
+        queue (`peers_per_queue`); empty when off. Read off the running gangs: a gang that
+        started and already ended is not seen, so under overload, where the short gangs that
+        start early end early too, the sample leans towards the long gangs."""
         p = self.policy
         if p.reserve_after_peers <= 0:
             return {}
@@ -909,7 +910,8 @@ class Walk:
             g = r.gang
             if g.creation_time is None or g.evicting or g.start_time < since:
                 continue
-            waits.setdefault(g.queue, []).append(max(0.0, g.start_time - g.creation_time))
+            key = g.queue if p.peers_per_queue else ""
+            waits.setdefault(key, []).append(max(0.0, g.start_time - g.creation_time))
         return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
 
     def _starving(self, w: GangWork) -> bool:
@@ -1077,7 +1079,10 @@ class Walk:
 
     def _bound_for(self, duration: float, members: int, queue: str) -> float:
         """The gang's own bound, or its queue's peers' when longer (`reserve_after_peers`)."""
-        return max(self._own_bound(duration, members), self.peer_bound.get(queue, 0.0))
+        own = self._own_bound(duration, members)
+        if self.policy.peers_below_honoured and self._honoured_size_of(members):
+            return own
+        return max(own, self.peer_bound.get(queue if self.policy.peers_per_queue else "", 0.0))
 
     def _own_bound(self, duration: float, members: int) -> float:
         p = self.policy
@@ -1164,13 +1169,14 @@ class Walk:
         """Where `w`'s bound comes from when its queue's waits set it (`reserve_after_peers`),
         for its message: a bound longer than the gang's own reads as arbitrary otherwise."""
         p = self.policy
-        peer = self.peer_bound.get(w.queue.name, 0.0)
+        peer = self._bound(w)
         own = self._own_bound(w.duration, _pods(w))
         if peer <= own:
             return ""
+        whose = f" of queue {w.queue.name}" if p.peers_per_queue else ""
         return (
             f" ({p.reserve_after_peers:g} × {_hours(peer / p.reserve_after_peers)}, the median "
-            f"wait of the gangs of queue {w.queue.name} that started in the last "
+            f"wait of the gangs{whose} that started in the last "
             f"{_hours(p.peer_window_s)})"
         )
 

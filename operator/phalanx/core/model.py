@@ -275,13 +275,24 @@ class Policy:
     reserve_after_s: float = 0.0
     """Starvation bound, absolute cap in seconds (0: off). Both 0: every gang reserves."""
     reserve_after_peers: float = 0.0
-    """Starvation bound, relative to the queue: a gang starves no sooner than this many times
-    the median wait of the gangs of its queue that started within the last `peer_window_s`
-    (their wait before they started; 0: off). Starvation is being passed over while others
-    are served; under overload every job waits, and a gang that has waited what the rest of
-    its queue waits is not starving, so its reservation would only hold capacity idle for a
-    gang treated like its peers (for measuring, issue 19 thirteenth round)."""
+    """Starvation bound, relative to the other gangs: a gang starves no sooner than this many
+    times the median wait of the gangs that started within the last `peer_window_s` (their
+    wait before they started; 0: off). Starvation is being passed over while others are
+    served; under overload every job waits, and a gang that has waited what the others wait
+    is not starving, so its reservation would only hold capacity idle for a gang treated like
+    its peers (issue 19, thirteenth round). Over every queue: a queue kept below its share
+    waits long as a whole, and its own waits would lengthen its gangs' bounds (rule 3,
+    `reserve_under_share`, is what serves it)."""
+    peers_per_queue: bool = False
+    """`reserve_after_peers` over the starts of the gang's own queue only (for measuring: on
+    Philly its VC below its share waited long as a whole, and its 64-GPU gang's bound grew with
+    it, 28 → 75 h)."""
     peer_window_s: float = 86400.0
+    peers_below_honoured: bool = False
+    """`reserve_after_peers` only for gangs smaller than the size whose reservation is
+    honoured (`start_starving_leaves`): a gang that fits on the nodes of one leaf is passed
+    over only relative to its peers, while a gang that needs a leaf drained never starts under
+    greedy placement however long the others wait, so its bound stays its own (for measuring)."""
     """How far back `reserve_after_peers` looks for the starts whose waits it takes."""
     reserve_under_share: bool = False
     """A gang of a queue below its deserved share reserves before its bound."""

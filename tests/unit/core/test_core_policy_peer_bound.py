@@ -1,5 +1,6 @@
 """`Policy.reserve_after_peers` (issue 19, thirteenth round): a gang starves no sooner than k ×
-the median wait of the gangs of its queue that started within `peer_window_s`.
+the median wait of the gangs that started within `peer_window_s` (of its own queue only with
+`peers_per_queue`).
 
 Hand-worked, one cycle at `NOW` on one leaf of two 8-GPU nodes: `r` runs on n00 until NOW + 100
 (its limit); n01 is free. Pending, in FIFO order: `big` (2 × 8 GPUs, limit 1,000 s, created at
@@ -48,7 +49,7 @@ def test_a_gang_that_waited_less_than_its_peers_is_not_starving() -> None:
     assert "ns/big" not in r.reservations
     assert (
         "waited 1h00m of its 1h23m starvation bound (1 × 1h23m, the median wait of the gangs "
-        "of queue default that started in the last 1d00h)" in r.gangs["ns/big"].message
+        "that started in the last 1d00h)" in r.gangs["ns/big"].message
     )
 
 
@@ -61,17 +62,40 @@ def test_a_gang_that_waited_more_than_its_peers_reserves() -> None:
     assert r.gangs["ns/long"].reason == Reason.WAITING_FOR_RESERVATION
 
 
-def test_starts_before_the_window_and_other_queues_do_not_count() -> None:
+def test_starts_before_the_window_do_not_count() -> None:
     """The same 5,000 s wait sets no peer bound when `r` started 86,401 s ago (outside the
-    24 h window) or runs in another queue: `big` is past its own bound and reserves."""
+    24 h window): `big` is past its own bound and reserves."""
     old = _cluster(r_waited=5000, r_started=NOW - 86_401)
     assert old.running[0].time_limit == 86_501
     assert "ns/big" in schedule(old, PEERS, NOW).reservations
+
+
+def test_other_queues_count_unless_per_queue() -> None:
+    """`r` runs in queue `other`: its 5,000 s wait sets the bound of `big` (queue `default`)
+    as well, unless the peers are the gang's own queue's (`peers_per_queue`), where `default`
+    has no recent start, so `big` keeps its own bound and reserves; the message then names
+    the queue whose starts it counts."""
     other = _cluster(r_waited=5000, r_queue="other")
-    assert "ns/big" in schedule(other, PEERS, NOW).reservations
+    assert "ns/big" not in schedule(other, PEERS, NOW).reservations
+    per_queue = replace(PEERS, peers_per_queue=True)
+    assert "ns/big" in schedule(other, per_queue, NOW).reservations
+    same = schedule(_cluster(r_waited=5000), per_queue, NOW)
+    assert "the median wait of the gangs of queue default that started" in (
+        same.gangs["ns/big"].message
+    )
 
 
 def test_off_by_default() -> None:
     """Without the knob the 5,000 s wait of `r` changes nothing: `big` reserves."""
     r = schedule(_cluster(r_waited=5000), replace(PEERS, reserve_after_peers=0.0), NOW)
     assert "ns/big" in r.reservations
+
+
+def test_peers_below_honoured_leaves_a_gang_of_the_honoured_size_its_own_bound() -> None:
+    """With `peers_below_honoured` and reservations honoured from a whole leaf (2 pods here),
+    `big` (2 pods) keeps its own 1,000 s bound despite `r`'s 5,000 s wait: it reserves."""
+    policy = replace(PEERS, peers_below_honoured=True, start_starving_leaves=1.0)
+    r = schedule(_cluster(r_waited=5000), policy, NOW)
+    assert r.reservations["ns/big"].start == NOW + 100
+    half = replace(policy, start_starving_leaves=0.0)
+    assert "ns/big" not in schedule(_cluster(r_waited=5000), half, NOW).reservations

@@ -213,6 +213,8 @@ class Walk:
         #: `Policy.reserve_after_peers`: the least starvation bound the recent starts' waits
         #: set, per queue (`peers_per_queue`) or for every queue (key "").
         self.peer_bound = self._peer_bounds()
+        #: `Policy.peers_below_leaves`: the fewest pods of a gang that keeps its own bound.
+        self.peers_from = self._pods_of_leaves(policy.peers_below_leaves)
 
     # -- start now ---------------------------------------------------------------------------
 
@@ -1034,10 +1036,18 @@ class Walk:
         sizes = []
         if p.start_starving_min_members > 0:
             sizes.append(p.start_starving_min_members)
-        if p.start_starving_leaves > 0:
-            leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
-            sizes.append(max(2, math.ceil(p.start_starving_leaves * leaf - 1e-9)))
+        leaves = self._pods_of_leaves(p.start_starving_leaves)
+        if leaves is not None:
+            sizes.append(leaves)
         return min(sizes) if sizes else None
+
+    def _pods_of_leaves(self, leaves: float) -> int | None:
+        """The pods of a gang of `leaves` leaves' worth of nodes (the largest leaf's), at least
+        2; `None` for 0 (off)."""
+        if leaves <= 0:
+            return None
+        leaf = max((len(ns) for ns in self.prep.topo.leaf_nodes), default=1)
+        return max(2, math.ceil(leaves * leaf - 1e-9))
 
     def _yield_clause(self, w: GangWork, start: float) -> str:
         """What a binding reservation of `w` from `start` does not promise, for its message:
@@ -1080,7 +1090,7 @@ class Walk:
     def _bound_for(self, duration: float, members: int, queue: str) -> float:
         """The gang's own bound, or its queue's peers' when longer (`reserve_after_peers`)."""
         own = self._own_bound(duration, members)
-        if self.policy.peers_below_honoured and self._honoured_size_of(members):
+        if self.peers_from is not None and members >= self.peers_from:
             return own
         return max(own, self.peer_bound.get(queue if self.policy.peers_per_queue else "", 0.0))
 

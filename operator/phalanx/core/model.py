@@ -288,12 +288,13 @@ class Policy:
     Philly its VC below its share waited long as a whole, and its 64-GPU gang's bound grew with
     it, 28 → 75 h)."""
     peer_window_s: float = 86400.0
-    peers_below_honoured: bool = False
-    """`reserve_after_peers` only for gangs smaller than the size whose reservation is
-    honoured (`start_starving_leaves`): a gang that fits on the nodes of one leaf is passed
-    over only relative to its peers, while a gang that needs a leaf drained never starts under
-    greedy placement however long the others wait, so its bound stays its own (for measuring)."""
     """How far back `reserve_after_peers` looks for the starts whose waits it takes."""
+    peers_below_leaves: float = 0.0
+    """`reserve_after_peers` only for gangs of fewer pods than this many leaves' worth of
+    nodes (and 2; 0: every gang): a gang within a leaf is passed over only relative to its
+    peers, while a gang that needs a leaf drained never starts under greedy placement however
+    long the others wait, so its bound stays its own (for measuring; 0.5 is the size whose
+    reservation the shipped default honours)."""
     reserve_under_share: bool = False
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = 0

@@ -91,11 +91,12 @@ def test_off_by_default() -> None:
     assert "ns/big" in r.reservations
 
 
-def test_peers_below_honoured_leaves_a_gang_of_the_honoured_size_its_own_bound() -> None:
-    """With `peers_below_honoured` and reservations honoured from a whole leaf (2 pods here),
-    `big` (2 pods) keeps its own 1,000 s bound despite `r`'s 5,000 s wait: it reserves."""
-    policy = replace(PEERS, peers_below_honoured=True, start_starving_leaves=1.0)
+def test_peers_below_leaves_leaves_a_gang_of_that_size_its_own_bound() -> None:
+    """With `peers_below_leaves` = 1 (a leaf of two nodes: 2 pods), `big` (2 pods) keeps its
+    own 1,000 s bound despite `r`'s 5,000 s wait and reserves; with 1.5 leaves (3 pods) the
+    peer bound holds it back again."""
+    policy = replace(PEERS, peers_below_leaves=1.0)
     r = schedule(_cluster(r_waited=5000), policy, NOW)
     assert r.reservations["ns/big"].start == NOW + 100
-    half = replace(policy, start_starving_leaves=0.0)
-    assert "ns/big" not in schedule(_cluster(r_waited=5000), half, NOW).reservations
+    wider = replace(policy, peers_below_leaves=1.5)
+    assert "ns/big" not in schedule(_cluster(r_waited=5000), wider, NOW).reservations

@@ -1055,8 +1055,13 @@ wait a multiple of them before they reserve, and then their drain; that is what 
 needs and what Philly's largest class cannot afford. Applying the peer bound only to gangs below
 the honoured size (`peers_below_leaves` 0.5, `peers-2-small`: one pod on `small`) leaves
 cluster03's mean where the default has it (+8.3%): the gain is in the multi-node gangs' bounds,
-not the single-node ones'. Not shipped: it trades one missed goal for another. A 12 h window
-(`peers-2-12h`) replays within the noise of 24 h on the ITP traces.
+not the single-node ones'. Only to gangs below a whole leaf (`peers_below_leaves` 1,
+`peers-2-leaf`: 16- and 24-GPU gangs on `small`, below 64 GPUs on `medium`, where all nine of
+Philly's 33+-GPU gangs are 64 or 128): cluster03's mean −3.2% at the median (73.2–78.8 h),
+utilisation −0.40 points (2/4), so the 32- and 64-GPU gangs' bounds are where most of the gain
+was; cluster04 p95 +1.0% (3 grids); cluster02 as `peers-2`. Not shipped: it trades one missed
+goal for another. A 12 h window (`peers-2-12h`) replays within the noise of 24 h on the ITP
+traces.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

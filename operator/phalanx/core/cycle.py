@@ -917,25 +917,17 @@ class Walk:
         return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
 
     def _starving(self, w: GangWork) -> bool:
-        return self._starved(_pods(w), w.duration, w.gang.creation_time, w.queue.name)
+        return self._starved(_waiter(w))
 
-    def _starved(
-        self,
-        members: int,
-        duration: float,
-        created: float,
-        queue: str,
-        at: float | None = None,
-    ) -> bool:
-        """Whether a gang of `members` pods, time limit `duration`, created at `created` is
-        past its starvation bound (now, or `at`) and large enough to reserve (`_may_reserve`,
-        `_bound`): `_starving` for waiting gangs, and for running ones if they were evicted
-        now."""
-        bound = self._starving_after(members, duration, queue)
+    def _starved(self, g: _Waiter, at: float | None = None) -> bool:
+        """Whether gang `g` is past its starvation bound (now, or `at`) and large enough to
+        reserve (`_may_reserve`, `_bound`): `_starving` for waiting gangs, and for running ones
+        if they were evicted now."""
+        bound = self._starving_after(g.members, g.duration, g.queue)
         if bound is None:
             return False
         when = self.now if at is None else at
-        return when - created >= bound
+        return when - g.created >= bound
 
     def _starving_after(self, members: int, duration: float, queue: str) -> float | None:
         """The wait after which a gang of `members` pods and time limit `duration` starves
@@ -960,7 +952,7 @@ class Walk:
         starving gang of two or more pods is honoured. `honour_after` honours any starving
         gang once it has waited that many times the absolute bound."""
         p = self.policy
-        if not self._honoured(_pods(w), w.duration, w.gang.creation_time, w.queue.name):
+        if not self._honoured(_waiter(w)):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
         # reclaim it at once, and it would start first again the next cycle (a livelock).
@@ -975,35 +967,18 @@ class Walk:
         g = r.gang
         if g.creation_time is None:
             return False
-        members = len(g.members)
         limit = math.inf if g.time_limit is None else g.time_limit
-        return self._honoured(members, limit, g.creation_time, g.queue)
+        return self._honoured(_Waiter(len(g.members), limit, g.creation_time, g.queue))
 
-    def _honoured(
-        self,
-        members: int,
-        duration: float,
-        created: float,
-        queue: str,
-        at: float | None = None,
-    ) -> bool:
-        """Whether a gang of `members` pods, time limit `duration`, created at `created` has
-        its reservation honoured (now, or when due `at`), its queue's share aside: starving
-        then, and of the honoured size or past `honour_after` (`_starts_first`)."""
-        if not self._starved(members, duration, created, queue, at):
+    def _honoured(self, g: _Waiter, at: float | None = None) -> bool:
+        """Whether gang `g` has its reservation honoured (now, or when due `at`), its queue's
+        share aside: starving then, and of the honoured size or past `honour_after`
+        (`_starts_first`)."""
+        if not self._starved(g, at):
             return False
-        return self._honoured_size_of(members) or self._long_starved(
-            members, duration, created, queue, at
-        )
+        return self._honoured_size_of(g.members) or self._long_starved(g, at)
 
-    def _long_starved(
-        self,
-        members: int,
-        duration: float,
-        created: float,
-        queue: str,
-        at: float | None = None,
-    ) -> bool:
+    def _long_starved(self, g: _Waiter, at: float | None = None) -> bool:
         """Whether a gang has waited (by now, or `at`) `honour_after` times the absolute
         starvation bound (its own bound when there is none): its reservation is then honoured
         whatever its size (`Policy.honour_after`)."""
@@ -1013,10 +988,10 @@ class Walk:
         base = (
             p.reserve_after_s
             if p.reserve_after_s > 0
-            else self._bound_for(duration, members, queue)
+            else self._bound_for(g.duration, g.members, g.queue)
         )
         when = self.now if at is None else at
-        return when - created >= p.honour_after * base
+        return when - g.created >= p.honour_after * base
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""
@@ -1060,7 +1035,7 @@ class Walk:
         have waited and when it will have (a gang of 3 pods told "from 2 pods" alone would
         read its reservation as honoured)."""
         members, created = _pods(w), w.gang.creation_time
-        if self._honoured(members, w.duration, created, w.queue.name, at=start):
+        if self._honoured(_waiter(w), at=start):
             return ""
         least = self.honoured_from
         first = ""
@@ -1502,6 +1477,21 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiter:
+    """What the starvation rules read of a gang, waiting or (if evicted now) running: its pods
+    placed at once, its time limit (`inf`: none), when it was created and its queue."""
+
+    members: int
+    duration: float
+    created: float
+    queue: str
+
+
+def _waiter(w: GangWork) -> _Waiter:
+    return _Waiter(_pods(w), w.duration, w.gang.creation_time, w.queue.name)
 
 
 def _pods(w: GangWork) -> int:

@@ -1063,7 +1063,8 @@ class Walk:
         return self._bound_for(w.duration, _pods(w), w.queue.name)
 
     def _bound_for(self, duration: float, members: int, queue: str) -> float:
-        """The gang's own bound, or its queue's peers' when longer (`reserve_after_peers`)."""
+        """The gang's own bound, or the one its peers' waits set when longer
+        (`reserve_after_peers`; not for gangs of `peers_below_leaves` leaves or more)."""
         own = self._own_bound(duration, members)
         if self.peers_from is not None and members >= self.peers_from:
             return own
@@ -1151,8 +1152,9 @@ class Walk:
         )
 
     def _peer_note(self, w: GangWork) -> str:
-        """Where `w`'s bound comes from when its queue's waits set it (`reserve_after_peers`),
-        for its message: a bound longer than the gang's own reads as arbitrary otherwise."""
+        """Where `w`'s bound comes from when the other gangs' waits set it
+        (`reserve_after_peers`), for its message: a bound longer than the gang's own reads as
+        arbitrary otherwise."""
         p = self.policy
         peer = self._bound(w)
         own = self._own_bound(w.duration, _pods(w))

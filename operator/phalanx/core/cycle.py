@@ -914,7 +914,10 @@ class Walk:
                 continue
             key = g.queue if p.peers_per_queue else ""
             waits.setdefault(key, []).append(max(0.0, g.start_time - g.creation_time))
-        return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
+        cap = p.peer_max_s if p.peer_max_s > 0 else math.inf
+        return {
+            q: min(cap, p.reserve_after_peers * statistics.median(ws)) for q, ws in waits.items()
+        }
 
     def _starving(self, w: GangWork) -> bool:
         return self._starved(_waiter(w))

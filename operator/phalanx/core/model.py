@@ -289,6 +289,8 @@ class Policy:
     it, 28 → 75 h)."""
     peer_window_s: float = 86400.0
     """How far back `reserve_after_peers` looks for the starts whose waits it takes."""
+    peer_max_s: float = 0.0
+    """The longest bound `reserve_after_peers` sets, in seconds (0: no cap; for measuring)."""
     peers_below_leaves: float = 0.0
     """`reserve_after_peers` only for gangs of fewer pods than this many leaves' worth of
     nodes (and 2; 0: every gang): a gang within a leaf is passed over only relative to its

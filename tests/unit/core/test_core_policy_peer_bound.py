@@ -100,3 +100,12 @@ def test_peers_below_leaves_leaves_a_gang_of_that_size_its_own_bound() -> None:
     assert r.reservations["ns/big"].start == NOW + 100
     wider = replace(policy, peers_below_leaves=1.5)
     assert "ns/big" not in schedule(_cluster(r_waited=5000), wider, NOW).reservations
+
+
+def test_peer_max_caps_the_peer_bound() -> None:
+    """`peer_max_s` = 3,000 s caps the 5,000 s peer bound below `big`'s 3,600 s wait: it
+    reserves; at 4,000 s it does not."""
+    capped = replace(PEERS, peer_max_s=3000.0)
+    assert "ns/big" in schedule(_cluster(r_waited=5000), capped, NOW).reservations
+    higher = replace(PEERS, peer_max_s=4000.0)
+    assert "ns/big" not in schedule(_cluster(r_waited=5000), higher, NOW).reservations

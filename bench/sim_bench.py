@@ -1059,13 +1059,14 @@ not the single-node ones'. Only to gangs below a whole leaf (`peers_below_leaves
 `peers-2-leaf`: 16- and 24-GPU gangs on `small`, below 64 GPUs on `medium`, where all nine of
 Philly's 33+-GPU gangs are 64 or 128): cluster03's mean −3.2% at the median (73.2–78.8 h),
 utilisation −0.40 points (2/4), so the 32- and 64-GPU gangs' bounds are where most of the gain
-was; cluster04 p95 +1.0% (3 grids); cluster02 as `peers-2`. Capped at 30 h (`peer_max_s`,
-`peers-2-cap30h`: about what the 64-GPU gang of day 95.6 can wait before it reserves and still
-meet the goal, as it waits 28.1 h under the default, most of it the drain after its bound of a
-few hours): cluster03's mean 82.0–84.1 h at the four grids, no gain. The gain needs bounds of
-days for the largest gangs, the goal on Philly bounds of hours. Not shipped: it trades one
-missed goal for another. A 12 h window (`peers-2-12h`) replays within the noise of 24 h on the
-ITP traces.
+was; cluster04 p95 +1.0% (3 grids); cluster02 as `peers-2`; Philly at phase 0 77.82% / 6.35 h /
+17.77 h, largest 40.4 h (−64%), worst queue 28.9%, every figure goal met there. Capped at 30 h
+(`peer_max_s`, `peers-2-cap30h`: about what the 64-GPU gang of day 95.6 can wait before it
+reserves and still meet the goal, as it waits 28.1 h under the default, most of it the drain
+after its bound of a few hours): cluster03's mean 82.0–84.1 h at the four grids, no gain. The
+gain needs bounds of days for the largest gangs, the goal on Philly bounds of hours. Not
+shipped: it trades one missed goal for another. A 12 h window (`peers-2-12h`) replays within the
+noise of 24 h on the ITP traces.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

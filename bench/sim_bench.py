@@ -1016,7 +1016,7 @@ served (Sabin, Kochhar and Sadayappan, "Job fairness in non-preemptive job sched
 2004: a job is treated unfairly when jobs that arrived after it delay it); when every gang waits
 days, one that has waited a day is not passed over. The core knob `reserve_after_peers` = k
 (off; operator flags `--reserve-after-peers`, `--reserve-after-peers-window`, env and Helm
-values; six hand-worked unit tests in `tests/unit/core/test_core_policy_peer_bound.py`): a gang
+values; seven hand-worked unit tests in `tests/unit/core/test_core_policy_peer_bound.py`): a gang
 starves no sooner than k × the median wait of the gangs that started within the last 24 h
 (`peer_window_s`; read off the running gangs, each with its creation and start), its own bound
 still the floor; a gang held back by it says so ("waited 1h00m of its 1h23m starvation bound (1

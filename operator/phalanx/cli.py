@@ -179,8 +179,8 @@ def run(
         float,
         typer.Option(
             envvar=_env("reserve-after-peers"),
-            help="...but no sooner than this many times the median wait of the gangs of its "
-            "queue that started within the window (0: off).",
+            help="...but no sooner than this many times the median wait of the gangs (of every "
+            "queue) that started within the window (0: off).",
         ),
     ] = 0.0,
     reserve_after_peers_window: Annotated[

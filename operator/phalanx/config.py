@@ -112,10 +112,10 @@ class OperatorConfig(BaseModel):
     """...or once it has waited this long, whichever comes first (0: off; both 0: every gang
     within the depth reserves at once, conservative backfill)."""
     reserve_after_peers: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """...but no sooner than this many times the median wait of the gangs of its queue that
+    """...but no sooner than this many times the median wait of the gangs (of every queue) that
     started within `reserve_after_peers_window_s` (0: off). Starvation is being passed over
-    while the rest of the queue is served: under overload every gang waits, and a reservation
-    for one that has waited what its peers wait holds capacity idle for no one starved."""
+    while the others are served: under overload every gang waits, and a reservation for one
+    that has waited what its peers wait holds capacity idle for no one starved."""
     reserve_after_peers_window_s: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
     """How far back those starts are taken from (seconds)."""
     reserve_under_share: bool = True

@@ -226,6 +226,21 @@ none fitted per trace:
    meets cluster04's p95 goal at the median and Philly's at every grid, for 1.5 points of
    Philly's worst queue (twelfth round). With the 24 h cap, twice changes the bound of gangs of
    limits under 12 h only: short gangs hold nodes idle for their reservations less often.
+   **But no sooner than its peers' slowdown says** (`--reserve-after-peers 1`,
+   `--reserve-after-peers-by slowdown`, `--reserve-after-peers-window 86400`; fourteenth
+   round): a gang of time limit L starves no sooner than after (k × S − 1) × L of waiting, S
+   the median slowdown, (wait + limit) / limit, of the gangs of every queue that started in
+   the last 24 h. Starvation is being passed over while others are served (Sabin, Kochhar and
+   Sadayappan, ICPP 2004); under overload every gang waits, and one that is treated as its
+   peers are, for its length, is not passed over, so its reservation would hold capacity idle
+   for no one starved. Measured by slowdown, not by wait, because slowdown is what is fair
+   across lengths: a one-hour gang keeps a bound of hours while the day-long gangs around it
+   wait days (the peers' wait alone gave Philly's 64-GPU gang of one hour the bound of those
+   waits, 28 → 75 h; thirteenth round). k = 1, the least that means anything: a gang reserves
+   once it is treated worse than the median gang; k = 2 cost the largest class on cluster03
+   and cluster04 (−45% and +2% at the median) and utilisation on cluster02 (−0.51 points;
+   fourteenth round). With an empty or fast-moving cluster the peers' slowdown is about 1 and
+   the gang's own bound holds. A gang without a time limit keeps its own bound.
    Before the walk, those gangs that cannot start now are planned oldest first and their
    capacity is held; every other gang is then walked in the order of rule 1 and starts wherever
    it delays no reservation (backfill around the starving gangs only). Gangs that do not hold
@@ -1068,6 +1083,58 @@ gain needs bounds of days for the largest gangs, the goal on Philly bounds of ho
 shipped: it trades one missed goal for another. A 12 h window (`peers-2-12h`) replays within the
 noise of 24 h on the ITP traces.
 
+
+**Fourteenth round (2026-12-03, 05:45–07:00 UTC): the peers' slowdown, not their wait; shipped.**
+The thirteenth round's bound took the peers' median wait whatever the waiting gang's length, so
+a 64-GPU gang of an hour's limit on Philly got the bound of the day-long waits around it. The
+HPC literature's measure of fairness across lengths is the slowdown, (wait + run) / run: a gang
+is passed over when it is slowed down more than its peers are, and a short gang that waits a
+day is slowed down far more than a long gang that waits the same day. So the core knob
+`peers_by_slowdown` (operator flag `--reserve-after-peers-by slowdown|wait`, env, Helm
+`reserveAfterPeersBy`; refused naming the flag when neither, `test_policy_config`): the peers'
+median slowdown S, by their time limits (what the scheduler knows), and a gang of limit L
+starves no sooner than after (k × S − 1) × L; a gang without a limit keeps its own bound.
+Hand-worked unit test: `r` (limit 150 s) waited 600 s, S = 5, so `big` (limit 1,000 s) starves
+after 4,000 s and, having waited 3,600 s, holds no reservation; after a 450 s wait of `r` the
+bound is 3,000 s and it reserves (`test_by_slowdown_the_bound_is_the_peers_slowdown_times_the_
+gangs_limit`, which fails with the knob off). Its message: "waited 1h00m of its 1h06m
+starvation bound (its 16m40s limit × (1 × 5.0 − 1), 5.0 the median slowdown of the gangs that
+started in the last 1d00h)". Medians over the cycle grids against `volcano` at the same grid
+(`bench/sim_noise.py --custom slow-peers-K phalanx reserve_after_peers=K,peers_by_slowdown=true`;
+Philly `--only philly --phase P`, 952–1,077 s a replay):
+
+| setting | trace | util. pt | mean | p95 | largest | worst queue |
+|---|---|---|---|---|---|---|
+| default before (`shipped-12-03`) | cluster02 | −0.17 | −32% | −16% | −11% | |
+|  | cluster03 | −0.16 | +8.8% | −17% | −95% | |
+|  | cluster04 | −0.37 | −46% | −5.4% (3/4) | −78% | |
+|  | Philly (3 grids) | −0.15 | −30% | −16% | −67% | 30.0% |
+| `slow-peers-1` (**shipped**) | cluster02 | −0.18 | −41% | −19% | −11% | |
+|  | cluster03 | −0.27 (3/4) | **−34%** | −45% | −88% | |
+|  | cluster04 | −0.23 | −52% | **−13%** | −62% | |
+|  | Philly (3 grids) | −0.38 | −32% | −22% | −63% | 29.1% |
+| `slow-peers-2` | cluster02 | −0.51 (1/4) | −63% | −55% | −9% | |
+|  | cluster03 | −0.46 (3/4) | −47% | −55% | −45% (0/4) | |
+|  | cluster04 | −0.48 | −76% | −64% | +2% (0/4) | |
+
+With k = 1 every figure the default met stays met and two more are: cluster03's mean (45.3–53.5
+h against 75.3–102.1 h, every grid) and cluster04's p95 (every grid, where the default missed
+one). By class on cluster03 at phase 15 (each job's wait; before → now, `volcano`): 1 GPU 40.6
+→ 35.9 h (41.2), 8 GPUs 120.6 → 64.4 h (96.7), 16 GPUs 13.5 → 29.8 h (69.7), 32 GPUs 16.5 →
+129.0 h (197.4; its worst 44.2 → 722.4 h, `volcano` 589.7), 64 GPUs 9.5 → 15.1 h (160.6). The
+whole-node jobs are what the mean needed; the 32-GPU gangs (half of them of limits of two days
+or more) pay for it, as SRPT says they should, and the 64-GPU gangs (limits of 2 to 72 h) wait
+a multiple of their limit only while their peers are slowed down that much. cluster03's worst
+64-GPU wait is 494.7 h at phase 30 (119.7–123.5 h at the others), within the goal there (−52%
+against 1,023.5 h). On Philly the
+largest class waits 33.6 / 41.6 / 44.3 h at phases 0 / 15 / 30 (goal ≤ 55.9 h; the default
+35.0–38.0 h), the mean 6.22–6.47 h, utilisation 0.11–0.42 points below `volcano`'s. k = 2 cuts
+every mean much further but loses the largest class on cluster03 and cluster04 and
+utilisation on cluster02: k = 1 ships, the one value that needs no fitting (a gang reserves
+once it is slowed down more than the median gang). Still missed: cluster02's largest class
+(−11%, needs preemption: sixth round) and Philly's worst queue (29.1% at the median, goal
+≤ 15%; the default before 30.0%).
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace
@@ -1176,19 +1243,21 @@ measured, with why):
   (`owed_first`, a core knob for measuring; unit test) was measured on Philly's first 30,000
   jobs only (`--limit-jobs 30000`): mean 7.22 → 6.41 h, but the worst queue 19.5% → 21.5%
   (2869ce 10.7 → 21.5%, ee9e8c 17.9 → 18.8%), so it does not ship.
-`PRODUCT.md` §4 "Backfill with reservations", the rule that ships: *Gangs are walked in order;
-a gang that cannot start now gets an expected start time (`estimatedStartTime`) from the same
-sweep, within the depth (default 100). Only gangs past their starvation bound — their own
-time limit or 24 h of waiting, whichever is first — or whose queue is owed its deserved share
-while another queue borrows, hold a binding reservation; starving ones are planned first,
-oldest first, and no gang may start if it would delay one. A starving gang of at least a
-leaf's worth of nodes starts as soon as it fits, before any other gang, when that keeps its
-queue within its deserved share (its reservation is honoured); a smaller gang's reservation
-is binding until it comes due, and then the gangs ahead of it in the order may start on that
-capacity first, which its message says. Between places where a
-reservation starts equally early and equally well, it takes the nodes with the fewest GPUs
-free now. The expected start of any other gang holds nothing: smaller gangs may start beside
-it until it starves.*
+`PRODUCT.md` §4 "Backfill with reservations", the rule that ships (rewritten 2026-12-03):
+*Gangs are walked in order; a gang that cannot start now gets an expected start time
+(`estimatedStartTime`) from the same sweep, within the depth (default 100). Only gangs past
+their starvation bound, or whose queue is owed its deserved share while another queue borrows,
+hold a binding reservation. A gang's starvation bound is twice its time limit or 24 h of
+waiting, whichever is first, but never less than its peers' slowdown gives: (S − 1) × its
+limit, S the median (wait + limit) / limit of the gangs started in the last 24 h. Starving gangs
+are planned first, oldest first, and no gang may start if it would delay one. A starving gang
+of at least half a leaf's worth of nodes starts as soon as it fits, before any other gang,
+when that keeps its queue within its deserved share (its reservation is honoured); a smaller
+gang's reservation is binding until it comes due, and then the gangs ahead of it in the order
+may start on that capacity first, which its message says. Between places where a reservation
+starts equally early and equally well, it takes the nodes with the fewest GPUs free now. The
+expected start of any other gang holds nothing: smaller gangs may start beside it until it
+starves, and its message says which rule holds it back, with the numbers.*
 """
 
 NOTES = """## How to read this, and what it assumes

@@ -347,13 +347,19 @@ SETTINGS: dict[str, tuple[str, dict[str, str], str]] = {
     ),
 }
 
-EARLIER_DEFAULTS = {"age_max": "0", "start_starving_leaves": "1", "reserve_after_limits": "1"}
-"""Three defaults of `phalanx` changed in issue 19's twelfth round (2026-12-02: age absolute at
-7 days, honoured from half a leaf; 2026-12-03: the bound at twice the time limit), at their
-values before. Every setting above was measured on the shipped policy of its day, so each keeps
-them (unless it sets them itself) and replays what it measured; the recorded lines carry them
-too, so a resumed sweep skips only what is truly recorded. Settings added from now on are on
-the new default and leave them out."""
+EARLIER_DEFAULTS = {
+    "age_max": "0",
+    "start_starving_leaves": "1",
+    "reserve_after_limits": "1",
+    "reserve_after_peers": "0",
+}
+"""Four defaults of `phalanx` changed in issue 19's twelfth and fourteenth rounds (2026-12-02:
+age absolute at 7 days, honoured from half a leaf; 2026-12-03: the bound at twice the time
+limit, and no sooner than the peers' slowdown gives), at their values before. Every setting
+above was measured on the shipped policy of its day, so each keeps them (unless it sets them
+itself) and replays what it measured; the recorded lines carry them too, so a resumed sweep
+skips only what is truly recorded. Settings added from now on are on the new default and leave
+them out."""
 
 SETTINGS = {
     name: (base, {**EARLIER_DEFAULTS, **settings} if base == "phalanx" else settings, text)
@@ -361,9 +367,15 @@ SETTINGS = {
 }
 SETTINGS["shipped-12-02"] = (
     "phalanx",
-    {"reserve_after_limits": "1"},
+    {"reserve_after_limits": "1", "reserve_after_peers": "0"},
     "the default of 2026-12-02: age absolute at 7 days, honoured from half a leaf, the bound "
     "at once the time limit",
+)
+SETTINGS["shipped-12-03"] = (
+    "phalanx",
+    {"reserve_after_peers": "0"},
+    "the default of 2026-12-03 until the fourteenth round: as now, without the peers' slowdown "
+    "bound",
 )
 
 

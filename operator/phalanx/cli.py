@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.config import ConfigError
+from phalanx.config import ConfigError, PeerMeasure
 from phalanx.core.lifecycle import MemberFailure
 from phalanx.devcluster.errors import DevClusterError
 from phalanx.inspection.errors import ViewError
@@ -179,10 +179,19 @@ def run(
         float,
         typer.Option(
             envvar=_env("reserve-after-peers"),
-            help="...but no sooner than this many times the median wait of the gangs (of every "
-            "queue) that started within the window (0: off).",
+            help="...but no sooner than when its slowdown, (wait + limit) / limit, is this many "
+            "times the median slowdown of the gangs (of every queue) that started within the "
+            "window (0: off).",
         ),
-    ] = 0.0,
+    ] = 1.0,
+    reserve_after_peers_by: Annotated[
+        PeerMeasure,
+        typer.Option(
+            envvar=_env("reserve-after-peers-by"),
+            help="What of those gangs --reserve-after-peers takes: their slowdown (times the "
+            "gang's own limit) or their wait.",
+        ),
+    ] = PeerMeasure.SLOWDOWN,
     reserve_after_peers_window: Annotated[
         float,
         typer.Option(
@@ -368,6 +377,7 @@ def run(
         reserve_after_limits=reserve_after_limits,
         reserve_after_s=reserve_after,
         reserve_after_peers=reserve_after_peers,
+        reserve_after_peers_by=reserve_after_peers_by.value,
         reserve_after_peers_window_s=reserve_after_peers_window,
         reserve_under_share=reserve_under_share,
         backfill_depth_per_queue=backfill_depth_per_queue,

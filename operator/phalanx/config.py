@@ -8,6 +8,7 @@ the setting. The scheduling knobs are turned into the core's `Policy` by `to_pol
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -19,6 +20,14 @@ DEFAULT_TOPOLOGY = "spine=network.topology.nvidia.com/spine,leaf=network.topolog
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+
+
+class PeerMeasure(StrEnum):
+    """What of the recently started gangs `--reserve-after-peers` takes (`Policy.
+    peers_by_slowdown`): their slowdown, scaled by the waiting gang's own limit, or their wait."""
+
+    SLOWDOWN = "slowdown"
+    WAIT = "wait"
 
 
 class ConfigError(ValueError):
@@ -111,11 +120,18 @@ class OperatorConfig(BaseModel):
     reserve_after_s: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False)
     """...or once it has waited this long, whichever comes first (0: off; both 0: every gang
     within the depth reserves at once, conservative backfill)."""
-    reserve_after_peers: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """...but no sooner than this many times the median wait of the gangs (of every queue) that
-    started within `reserve_after_peers_window_s` (0: off). Starvation is being passed over
-    while the others are served: under overload every gang waits, and a reservation for one
-    that has waited what its peers wait holds capacity idle for no one starved."""
+    reserve_after_peers: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """...but no sooner than when its slowdown, (wait + time limit) / time limit, is this many
+    times the median slowdown of the gangs (of every queue) that started within
+    `reserve_after_peers_window_s` (0: off): a gang of limit L starves after (k × S − 1) × L.
+    Starvation is being passed over while the others are served: under overload every gang
+    waits, and a reservation for one treated like its peers for its length holds capacity idle
+    for no one starved, while a short gang's bound stays short (bench/SIM.md, rule 2; Philly,
+    cluster03 and cluster04 all gained, fourteenth round). `reserve_after_peers_by` "wait":
+    this many times the peers' median wait instead, whatever the gang's limit."""
+    reserve_after_peers_by: PeerMeasure = PeerMeasure.SLOWDOWN
+    """What of the peers `reserve_after_peers` takes: their slowdown (scaled by the gang's own
+    limit) or their wait. A gang without a time limit keeps its own bound under "slowdown"."""
     reserve_after_peers_window_s: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
     """How far back those starts are taken from (seconds)."""
     reserve_under_share: bool = True
@@ -174,6 +190,7 @@ class OperatorConfig(BaseModel):
             reserve_after_limits=self.reserve_after_limits,
             reserve_after_s=self.reserve_after_s,
             reserve_after_peers=self.reserve_after_peers,
+            peers_by_slowdown=self.reserve_after_peers_by is PeerMeasure.SLOWDOWN,
             peer_window_s=self.reserve_after_peers_window_s,
             reserve_under_share=self.reserve_under_share,
             backfill_depth_per_queue=self.backfill_depth_per_queue,
@@ -221,6 +238,7 @@ _FLAG_FIELDS = {
     "reserve_after_limits": "--reserve-after-limits",
     "reserve_after_s": "--reserve-after",
     "reserve_after_peers": "--reserve-after-peers",
+    "reserve_after_peers_by": "--reserve-after-peers-by",
     "reserve_after_peers_window_s": "--reserve-after-peers-window",
     "reserve_under_share": "--reserve-under-share",
     "backfill_depth_per_queue": "--backfill-depth-per-queue",

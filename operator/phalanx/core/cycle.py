@@ -211,7 +211,8 @@ class Walk:
         #: fixed for the walk; `_honoured_size_of` asks for every starving gang).
         self.honoured_from = self._honoured_from()
         #: `Policy.reserve_after_peers`: the least starvation bound the recent starts' waits
-        #: set, per queue (`peers_per_queue`) or for every queue (key "").
+        #: set (k × their median slowdown with `peers_by_slowdown`), per queue
+        #: (`peers_per_queue`) or for every queue (key "").
         self.peer_bound = self._peer_bounds()
         #: `Policy.peers_below_leaves`: the fewest pods of a gang that keeps its own bound.
         self.peers_from = self._pods_of_leaves(policy.peers_below_leaves)
@@ -912,12 +913,14 @@ class Walk:
             g = r.gang
             if g.creation_time is None or g.evicting or g.start_time < since:
                 continue
+            wait = max(0.0, g.start_time - g.creation_time)
+            if p.peers_by_slowdown:
+                if g.time_limit is None or g.time_limit <= 0:
+                    continue
+                wait = (wait + g.time_limit) / g.time_limit
             key = g.queue if p.peers_per_queue else ""
-            waits.setdefault(key, []).append(max(0.0, g.start_time - g.creation_time))
-        cap = p.peer_max_s if p.peer_max_s > 0 else math.inf
-        return {
-            q: min(cap, p.reserve_after_peers * statistics.median(ws)) for q, ws in waits.items()
-        }
+            waits.setdefault(key, []).append(wait)
+        return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
 
     def _starving(self, w: GangWork) -> bool:
         return self._starved(_waiter(w))
@@ -1071,7 +1074,13 @@ class Walk:
         own = self._own_bound(duration, members)
         if self.peers_from is not None and members >= self.peers_from:
             return own
-        return max(own, self.peer_bound.get(queue if self.policy.peers_per_queue else "", 0.0))
+        p = self.policy
+        peer = self.peer_bound.get(queue if p.peers_per_queue else "", 0.0)
+        if p.peers_by_slowdown:
+            if not math.isfinite(duration):
+                return own
+            peer = max(0.0, peer - 1.0) * duration
+        return max(own, min(peer, p.peer_max_s if p.peer_max_s > 0 else math.inf))
 
     def _own_bound(self, duration: float, members: int) -> float:
         p = self.policy
@@ -1164,11 +1173,15 @@ class Walk:
         if peer <= own:
             return ""
         whose = f" of queue {w.queue.name}" if p.peers_per_queue else ""
-        return (
-            f" ({p.reserve_after_peers:g} × {_hours(peer / p.reserve_after_peers)}, the median "
-            f"wait of the gangs{whose} that started in the last "
-            f"{_hours(p.peer_window_s)})"
-        )
+        median = self.peer_bound.get(w.queue.name if p.peers_per_queue else "", 0.0)
+        median /= p.reserve_after_peers
+        since = f"of the gangs{whose} that started in the last {_hours(p.peer_window_s)}"
+        if p.peers_by_slowdown:
+            return (
+                f" (its {_hours(w.duration)} limit × ({p.reserve_after_peers:g} × {median:.1f} "
+                f"− 1), {median:.1f} the median slowdown {since})"
+            )
+        return f" ({p.reserve_after_peers:g} × {_hours(median)}, the median wait {since})"
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""

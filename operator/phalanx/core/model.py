@@ -280,7 +280,8 @@ class Policy:
     wait before they started; 0: off). Starvation is being passed over while others are
     served; under overload every job waits, and a gang that has waited what the others wait
     is not starving, so its reservation would only hold capacity idle for a gang treated like
-    its peers (issue 19, thirteenth round). Over every queue: a queue kept below its share
+    its peers (issue 19, thirteenth round; the shipped default takes the peers' slowdown,
+    `peers_by_slowdown`). Over every queue: a queue kept below its share
     waits long as a whole, and its own waits would lengthen its gangs' bounds (rule 3,
     `reserve_under_share`, is what serves it)."""
     peers_per_queue: bool = False
@@ -289,6 +290,16 @@ class Policy:
     it, 28 → 75 h)."""
     peer_window_s: float = 86400.0
     """How far back `reserve_after_peers` looks for the starts whose waits it takes."""
+    peers_by_slowdown: bool = False
+    """`reserve_after_peers` on the peers' bounded slowdown instead of their wait: a gang of time
+    limit L starves once it has waited (k × S − 1) × L, S the median of (wait + limit) / limit
+    over the gangs that started within `peer_window_s` (their own limits; gangs without one are
+    not counted, and a gang without one keeps its own bound). Slowdown is the HPC measure of
+    fairness across job lengths: a gang is passed over when it is treated k times worse than
+    its peers for its length, so under overload a long gang's bound grows with its length and a
+    short gang's stays short. The peers' wait alone (thirteenth round) gave a 64-GPU gang of an
+    hour's limit on Philly the bound of the day-long waits around it (28 → 75 h); by slowdown its
+    bound stays a multiple of its hour (fourteenth round, shipped with k = 1)."""
     peer_max_s: float = 0.0
     """The longest bound `reserve_after_peers` sets, in seconds (0: no cap; for measuring)."""
     peers_below_leaves: float = 0.0

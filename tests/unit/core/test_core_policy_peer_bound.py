@@ -109,3 +109,19 @@ def test_peer_max_caps_the_peer_bound() -> None:
     assert "ns/big" in schedule(_cluster(r_waited=5000), capped, NOW).reservations
     higher = replace(PEERS, peer_max_s=4000.0)
     assert "ns/big" not in schedule(_cluster(r_waited=5000), higher, NOW).reservations
+
+
+def test_by_slowdown_the_bound_is_the_peers_slowdown_times_the_gangs_limit() -> None:
+    """`peers_by_slowdown`: `r` (limit 150 s) waited 600 s, a slowdown of (600 + 150) / 150 = 5,
+    so `big` (limit 1,000 s) starves after (1 × 5 − 1) × 1,000 = 4,000 s > its 3,600 s: no
+    reservation, and its message says so. After a 450 s wait of `r` (slowdown 4) the bound is
+    3,000 s and `big` reserves."""
+    slow = replace(PEERS, peers_by_slowdown=True)
+    held = schedule(_cluster(r_waited=600), slow, NOW)
+    assert "ns/big" not in held.reservations
+    assert (
+        "waited 1h00m of its 1h06m starvation bound (its 16m40s limit × (1 × 5.0 − 1), 5.0 the "
+        "median slowdown of the gangs that started in the last 1d00h)"
+        in held.gangs["ns/big"].message
+    )
+    assert "ns/big" in schedule(_cluster(r_waited=450), slow, NOW).reservations

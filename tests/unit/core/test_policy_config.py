@@ -24,6 +24,7 @@ def test_defaults_are_the_shipped_policy() -> None:
     assert policy.reserve_least_idle
     assert policy.age_max == 7 * 24 * 3600.0
     assert (policy.reserve_after_limits, policy.reserve_after_s) == (2.0, 24 * 3600.0)
+    assert (policy.reserve_after_peers, policy.peers_by_slowdown) == (1.0, True)
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 
@@ -87,6 +88,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
             "PHALANX_RESERVE_LEAST_IDLE": "false",
             "PHALANX_PRIORITY_MAX_AGE": "3600",
             "PHALANX_RESERVE_AFTER_PEERS": "1.5",
+            "PHALANX_RESERVE_AFTER_PEERS_BY": "wait",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -98,6 +100,20 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     assert not policy.reserve_least_idle
     assert policy.age_max == 3600.0
     assert (policy.reserve_after_peers, policy.peer_window_s) == (1.5, 7200.0)
+    assert not policy.peers_by_slowdown
+
+
+def test_an_unknown_peer_measure_is_refused_naming_the_flag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--reserve-after-peers-by` takes `slowdown` or `wait`: Typer refuses anything else
+    naming the option and its choices; `build_config` refuses it naming the flag."""
+    result, seen = _run(monkeypatch, ["--reserve-after-peers-by", "mean"], {})
+    assert result.exit_code != 0  # type: ignore[attr-defined]
+    assert seen == []
+    assert "--reserve-after-peers-by" in result.output  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match=r"^invalid configuration: --reserve-after-peers-by: "):
+        build_config(reserve_after_peers_by="mean")
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "-2"])

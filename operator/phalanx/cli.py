@@ -199,6 +199,13 @@ def run(
             help="Seconds back from now whose starts --reserve-after-peers takes.",
         ),
     ] = 86400.0,
+    reserve_after_peers_max: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("reserve-after-peers-max"),
+            help="The longest bound --reserve-after-peers sets, in seconds (0: no ceiling).",
+        ),
+    ] = 0.0,
     reserve_under_share: Annotated[
         bool,
         typer.Option(
@@ -379,6 +386,7 @@ def run(
         reserve_after_peers=reserve_after_peers,
         reserve_after_peers_by=reserve_after_peers_by.value,
         reserve_after_peers_window_s=reserve_after_peers_window,
+        reserve_after_peers_max_s=reserve_after_peers_max,
         reserve_under_share=reserve_under_share,
         backfill_depth_per_queue=backfill_depth_per_queue,
         start_starving_leaves=start_starving_leaves,

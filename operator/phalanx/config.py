@@ -134,6 +134,9 @@ class OperatorConfig(BaseModel):
     limit) or their wait. A gang without a time limit keeps its own bound under "slowdown"."""
     reserve_after_peers_window_s: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
     """How far back those starts are taken from (seconds)."""
+    reserve_after_peers_max_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """The longest bound `reserve_after_peers` sets (seconds; 0: no ceiling): past it a gang
+    starves whatever its peers wait."""
     reserve_under_share: bool = True
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)
@@ -192,6 +195,7 @@ class OperatorConfig(BaseModel):
             reserve_after_peers=self.reserve_after_peers,
             peers_by_slowdown=self.reserve_after_peers_by is PeerMeasure.SLOWDOWN,
             peer_window_s=self.reserve_after_peers_window_s,
+            peer_max_s=self.reserve_after_peers_max_s,
             reserve_under_share=self.reserve_under_share,
             backfill_depth_per_queue=self.backfill_depth_per_queue,
             start_starving_leaves=self.start_starving_leaves,
@@ -240,6 +244,7 @@ _FLAG_FIELDS = {
     "reserve_after_peers": "--reserve-after-peers",
     "reserve_after_peers_by": "--reserve-after-peers-by",
     "reserve_after_peers_window_s": "--reserve-after-peers-window",
+    "reserve_after_peers_max_s": "--reserve-after-peers-max",
     "reserve_under_share": "--reserve-under-share",
     "backfill_depth_per_queue": "--backfill-depth-per-queue",
     "start_starving_leaves": "--start-starving-leaves",

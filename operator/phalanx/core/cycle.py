@@ -1176,12 +1176,13 @@ class Walk:
         median = self.peer_bound.get(w.queue.name if p.peers_per_queue else "", 0.0)
         median /= p.reserve_after_peers
         since = f"of the gangs{whose} that started in the last {_hours(p.peer_window_s)}"
+        capped = "" if p.peer_max_s <= 0 or peer < p.peer_max_s else f", at most {_hours(peer)}"
         if p.peers_by_slowdown:
             return (
                 f" (its {_hours(w.duration)} limit × ({p.reserve_after_peers:g} × {median:.1f} "
-                f"− 1), {median:.1f} the median slowdown {since})"
+                f"− 1), {median:.1f} the median slowdown {since}{capped})"
             )
-        return f" ({p.reserve_after_peers:g} × {_hours(median)}, the median wait {since})"
+        return f" ({p.reserve_after_peers:g} × {_hours(median)}, the median wait {since}{capped})"
 
     def _may_evict(self, w: GangWork) -> bool:
         """Cheap test: could reclaim or preemption apply to `w` at all?"""

@@ -301,7 +301,8 @@ class Policy:
     hour's limit on Philly the bound of the day-long waits around it (28 → 75 h); by slowdown its
     bound stays a multiple of its hour (fourteenth round, shipped with k = 1)."""
     peer_max_s: float = 0.0
-    """The longest bound `reserve_after_peers` sets, in seconds (0: no cap; for measuring)."""
+    """The longest bound `reserve_after_peers` sets, in seconds (0: no cap): past it a gang
+    starves whatever its peers wait (`--reserve-after-peers-max`)."""
     peers_below_leaves: float = 0.0
     """`reserve_after_peers` only for gangs of fewer pods than this many leaves' worth of
     nodes (and 2; 0: every gang): a gang within a leaf is passed over only relative to its

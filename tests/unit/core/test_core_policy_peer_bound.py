@@ -104,11 +104,16 @@ def test_peers_below_leaves_leaves_a_gang_of_that_size_its_own_bound() -> None:
 
 def test_peer_max_caps_the_peer_bound() -> None:
     """`peer_max_s` = 3,000 s caps the 5,000 s peer bound below `big`'s 3,600 s wait: it
-    reserves; at 4,000 s it does not."""
+    reserves; at 4,000 s it does not, and its message gives the bound the cap leaves."""
     capped = replace(PEERS, peer_max_s=3000.0)
     assert "ns/big" in schedule(_cluster(r_waited=5000), capped, NOW).reservations
     higher = replace(PEERS, peer_max_s=4000.0)
-    assert "ns/big" not in schedule(_cluster(r_waited=5000), higher, NOW).reservations
+    held = schedule(_cluster(r_waited=5000), higher, NOW)
+    assert "ns/big" not in held.reservations
+    assert (
+        "waited 1h00m of its 1h06m starvation bound (1 × 1h23m, the median wait of the gangs "
+        "that started in the last 1d00h, at most 1h06m)" in held.gangs["ns/big"].message
+    )
 
 
 def test_by_slowdown_the_bound_is_the_peers_slowdown_times_the_gangs_limit() -> None:

@@ -40,6 +40,7 @@ def test_defaults_are_the_shipped_policy() -> None:
         ("reserve_after_s", "--reserve-after"),
         ("reserve_after_peers", "--reserve-after-peers"),
         ("reserve_after_peers_window_s", "--reserve-after-peers-window"),
+        ("reserve_after_peers_max_s", "--reserve-after-peers-max"),
         ("start_starving_leaves", "--start-starving-leaves"),
     ],
 )
@@ -89,6 +90,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
             "PHALANX_PRIORITY_MAX_AGE": "3600",
             "PHALANX_RESERVE_AFTER_PEERS": "1.5",
             "PHALANX_RESERVE_AFTER_PEERS_BY": "wait",
+            "PHALANX_RESERVE_AFTER_PEERS_MAX": "3600",
         },
     )
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
@@ -101,6 +103,7 @@ def test_flags_and_env_reach_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     assert policy.age_max == 3600.0
     assert (policy.reserve_after_peers, policy.peer_window_s) == (1.5, 7200.0)
     assert not policy.peers_by_slowdown
+    assert policy.peer_max_s == 3600.0
 
 
 def test_an_unknown_peer_measure_is_refused_naming_the_flag(

@@ -240,7 +240,11 @@ none fitted per trace:
    once it is treated worse than the median gang; k = 2 cost the largest class on cluster03
    and cluster04 (−45% and +2% at the median) and utilisation on cluster02 (−0.51 points;
    fourteenth round). With an empty or fast-moving cluster the peers' slowdown is about 1 and
-   the gang's own bound holds. A gang without a time limit keeps its own bound.
+   the gang's own bound holds. A gang without a time limit keeps its own bound. The peer bound
+   is at most 7 days (`--reserve-after-peers-max 604800`), rule 1's `PriorityMaxAge`: by then a
+   gang's age in the order is full and nothing there favours it more, so only its reservation
+   can start it. Uncapped, the bound of a gang of a long limit among peers slowed down tenfold
+   is weeks: a 64-GPU gang on cluster03 waited 494.7 h at one cycle grid, 191.2 h capped.
    Before the walk, those gangs that cannot start now are planned oldest first and their
    capacity is held; every other gang is then walked in the order of rule 1 and starts wherever
    it delays no reservation (backfill around the starving gangs only). Gangs that do not hold
@@ -1084,7 +1088,8 @@ shipped: it trades one missed goal for another. A 12 h window (`peers-2-12h`) re
 noise of 24 h on the ITP traces.
 
 
-**Fourteenth round (2026-12-03, 05:45–07:00 UTC): the peers' slowdown, not their wait; shipped.**
+**Fourteenth round (2026-12-03, 05:45–07:40 UTC): the peers' slowdown, not their wait, up to
+7 days; shipped.**
 The thirteenth round's bound took the peers' median wait whatever the waiting gang's length, so
 a 64-GPU gang of an hour's limit on Philly got the bound of the day-long waits around it. The
 HPC literature's measure of fairness across lengths is the slowdown, (wait + run) / run: a gang
@@ -1109,10 +1114,14 @@ Philly `--only philly --phase P`, 952–1,077 s a replay):
 |  | cluster03 | −0.16 | +8.8% | −17% | −95% | |
 |  | cluster04 | −0.37 | −46% | −5.4% (3/4) | −78% | |
 |  | Philly (3 grids) | −0.15 | −30% | −16% | −67% | 30.0% |
-| `slow-peers-1` (**shipped**) | cluster02 | −0.18 | −41% | −19% | −11% | |
+| `slow-peers-1` (no ceiling) | cluster02 | −0.18 | −41% | −19% | −11% | |
 |  | cluster03 | −0.27 (3/4) | **−34%** | −45% | −88% | |
 |  | cluster04 | −0.23 | −52% | **−13%** | −62% | |
 |  | Philly (3 grids) | −0.38 | −32% | −22% | −63% | 29.1% |
+| `slow-peers-1-cap7d` (**shipped**) | cluster02 | −0.18 | −41% | −19% | −11% | |
+|  | cluster03 | −0.32 (3/4) | **−28%** | −14% | −81% | |
+|  | cluster04 | −0.23 | −52% | **−13%** | −62% | |
+|  | Philly (3 grids) | −0.36 | −33% | −26% | −65% | 29.1% |
 | `slow-peers-2` | cluster02 | −0.51 (1/4) | −63% | −55% | −9% | |
 |  | cluster03 | −0.46 (3/4) | −47% | −55% | −45% (0/4) | |
 |  | cluster04 | −0.48 | −76% | −64% | +2% (0/4) | |
@@ -1131,7 +1140,18 @@ largest class waits 33.6 / 41.6 / 44.3 h at phases 0 / 15 / 30 (goal ≤ 55.9 h;
 35.0–38.0 h), the mean 6.22–6.47 h, utilisation 0.11–0.42 points below `volcano`'s. k = 2 cuts
 every mean much further but loses the largest class on cluster03 and cluster04 and
 utilisation on cluster02: k = 1 ships, the one value that needs no fitting (a gang reserves
-once it is slowed down more than the median gang). Still missed: cluster02's largest class
+once it is slowed down more than the median gang). Uncapped, the bound has no ceiling: on
+cluster03 the worst 64-GPU wait was 494.7 h at one grid of four, and the worst 32-GPU wait
+722.4 h, above `volcano`'s 589.7 h; a gang of a 30-day limit among peers slowed down threefold
+would not reserve for two months. The ceiling at 7 days (`peer_max_s`, operator flag
+`--reserve-after-peers-max`; the message then reads "…, at most 7d00h)"), rule 1's age horizon,
+bounds it: on cluster03 the 33+ class waits at worst 188.8–191.2 h at every grid (−81%), at 5
+hours of mean (45.3–53.5 → 54.6–57.5 h, still −28%) and the p95 back near the default's
+(276–280 h; −14%); cluster02 and cluster04 replay identically (no bound there reaches 7 days);
+on Philly the three grids give a mean of 6.18–6.81 h, the largest class 29.0–41.2 h and the
+worst queue 26.7–29.8%, within the noise of no ceiling (some bounds there do reach 7 days: the
+replays differ). Shipped with the ceiling: a bounded wait before a gang may reserve matters
+more on traces not seen than 5 hours of cluster03's mean. Still missed: cluster02's largest class
 (−11%, needs preemption: sixth round) and Philly's worst queue (29.1% at the median, goal
 ≤ 15%; the default before 30.0%).
 
@@ -1248,8 +1268,9 @@ measured, with why):
 (`estimatedStartTime`) from the same sweep, within the depth (default 100). Only gangs past
 their starvation bound, or whose queue is owed its deserved share while another queue borrows,
 hold a binding reservation. A gang's starvation bound is twice its time limit or 24 h of
-waiting, whichever is first, but never less than its peers' slowdown gives: (S − 1) × its
-limit, S the median (wait + limit) / limit of the gangs started in the last 24 h. Starving gangs
+waiting, whichever is first, but never less than its peers' slowdown gives, up to 7 days:
+(S − 1) × its limit, S the median (wait + limit) / limit of the gangs started in the last 24 h.
+Starving gangs
 are planned first, oldest first, and no gang may start if it would delay one. A starving gang
 of at least half a leaf's worth of nodes starts as soon as it fits, before any other gang,
 when that keeps its queue within its deserved share (its reservation is honoured); a smaller

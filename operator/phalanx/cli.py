@@ -205,7 +205,7 @@ def run(
             envvar=_env("reserve-after-peers-max"),
             help="The longest bound --reserve-after-peers sets, in seconds (0: no ceiling).",
         ),
-    ] = 0.0,
+    ] = 7 * 24 * 3600.0,
     reserve_under_share: Annotated[
         bool,
         typer.Option(

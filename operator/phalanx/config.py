@@ -134,9 +134,12 @@ class OperatorConfig(BaseModel):
     limit) or their wait. A gang without a time limit keeps its own bound under "slowdown"."""
     reserve_after_peers_window_s: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
     """How far back those starts are taken from (seconds)."""
-    reserve_after_peers_max_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    reserve_after_peers_max_s: float = Field(default=7 * 24 * 3600.0, ge=0, allow_inf_nan=False)
     """The longest bound `reserve_after_peers` sets (seconds; 0: no ceiling): past it a gang
-    starves whatever its peers wait."""
+    starves whatever its peers wait. Seven days, `priority_max_age_s`: by then a gang's age
+    is full and nothing in the order favours it more, so only its reservation can start it
+    (uncapped, a 64-GPU gang on cluster03 waited 494.7 h at one cycle grid; capped 191.2 h;
+    bench/SIM.md, fourteenth round)."""
     reserve_under_share: bool = True
     """A gang of a queue below its deserved share reserves before its bound."""
     backfill_depth_per_queue: int = Field(default=0, ge=0, le=100_000)

@@ -25,6 +25,7 @@ def test_defaults_are_the_shipped_policy() -> None:
     assert policy.age_max == 7 * 24 * 3600.0
     assert (policy.reserve_after_limits, policy.reserve_after_s) == (2.0, 24 * 3600.0)
     assert (policy.reserve_after_peers, policy.peers_by_slowdown) == (1.0, True)
+    assert policy.peer_max_s == 7 * 24 * 3600.0
     assert not policy.evict_before_walk
     assert POLICIES["phalanx"].core == replace(policy, estimate_unreserved=False)
 

@@ -91,8 +91,8 @@ def test_a_field_added_since_a_replay_counts_as_its_core_default(
     args = bench.argparse.Namespace(quick=40, cycle_interval=60.0)
     trace = next(t for label, t, _, _ in bench.runs() if label == "itp-cluster05")
     config = policy_config(POLICIES["phalanx"])
-    assert config["peer_max_s"] == Policy().peer_max_s == 0.0
-    older = {k: v for k, v in config.items() if k != "peer_max_s"}
+    assert config["peers_below_leaves"] == Policy().peers_below_leaves == 0.0
+    older = {k: v for k, v in config.items() if k != "peers_below_leaves"}
     good: dict[str, Any] = {"trace": trace, "shape": "small", "limit_jobs": 40,
                             "cycle_interval_s": 60.0, "policy_config": older}  # fmt: skip
     assert bench._matches(good, "itp-cluster05", "phalanx", args)

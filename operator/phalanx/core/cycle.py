@@ -900,10 +900,12 @@ class Walk:
 
     def _peer_bounds(self) -> dict[str, float]:
         """`reserve_after_peers` × the median wait of the gangs that started within the last
-        `peer_window_s` (the wait each had when it started), over every queue (key "") or per
-        queue (`peers_per_queue`); empty when off. Read off the running gangs: a gang that
-        started and already ended is not seen, so under overload, where the short gangs that
-        start early end early too, the sample leans towards the long gangs."""
+        `peer_window_s` (the wait each had when it started), or × their median slowdown by
+        their limits (`peers_by_slowdown`; `_bound_for` scales it by the waiting gang's limit),
+        over every queue (key "") or per queue (`peers_per_queue`); empty when off. Read off
+        the running gangs: a gang that started and already ended is not seen, so under
+        overload, where the short gangs that start early end early too, the sample leans
+        towards the long gangs."""
         p = self.policy
         if p.reserve_after_peers <= 0:
             return {}

@@ -1106,7 +1106,7 @@ gangs_limit`, which fails with the knob off). Its message: "waited 1h00m of its 
 starvation bound (its 16m40s limit × (1 × 5.0 − 1), 5.0 the median slowdown of the gangs that
 started in the last 1d00h)". Medians over the cycle grids against `volcano` at the same grid
 (`bench/sim_noise.py --custom slow-peers-K phalanx reserve_after_peers=K,peers_by_slowdown=true`;
-Philly `--only philly --phase P`, 952–1,077 s a replay):
+Philly `--only philly --phase P`, 952–1,389 s a replay):
 
 | setting | trace | util. pt | mean | p95 | largest | worst queue |
 |---|---|---|---|---|---|---|

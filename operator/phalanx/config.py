@@ -126,9 +126,10 @@ class OperatorConfig(BaseModel):
     `reserve_after_peers_window_s` (0: off): a gang of limit L starves after (k × S − 1) × L.
     Starvation is being passed over while the others are served: under overload every gang
     waits, and a reservation for one treated like its peers for its length holds capacity idle
-    for no one starved, while a short gang's bound stays short (bench/SIM.md, rule 2; Philly,
-    cluster03 and cluster04 all gained, fourteenth round). `reserve_after_peers_by` "wait":
-    this many times the peers' median wait instead, whatever the gang's limit."""
+    for no one starved, while a short gang's bound stays short (bench/SIM.md, rule 2 and the
+    fourteenth round: cluster03's mean and cluster04's p95 goals met, the others kept).
+    `reserve_after_peers_by` "wait": this many times the peers' median wait instead, whatever
+    the gang's limit."""
     reserve_after_peers_by: PeerMeasure = PeerMeasure.SLOWDOWN
     """What of the peers `reserve_after_peers` takes: their slowdown (scaled by the gang's own
     limit) or their wait. A gang without a time limit keeps its own bound under "slowdown"."""

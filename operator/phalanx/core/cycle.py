@@ -920,9 +920,13 @@ class Walk:
                 if g.time_limit is None or g.time_limit <= 0:
                     continue
                 wait = (wait + g.time_limit) / g.time_limit
-            key = g.queue if p.peers_per_queue else ""
-            waits.setdefault(key, []).append(wait)
+            waits.setdefault(self._peer_key(g.queue), []).append(wait)
         return {q: p.reserve_after_peers * statistics.median(ws) for q, ws in waits.items()}
+
+    def _peer_key(self, queue: str) -> str:
+        """The key of `peer_bound` a gang of `queue` reads: its queue with `peers_per_queue`,
+        else "" (every queue's starts)."""
+        return queue if self.policy.peers_per_queue else ""
 
     def _starving(self, w: GangWork) -> bool:
         return self._starved(_waiter(w))
@@ -1071,13 +1075,15 @@ class Walk:
         return self._bound_for(w.duration, _pods(w), w.queue.name)
 
     def _bound_for(self, duration: float, members: int, queue: str) -> float:
-        """The gang's own bound, or the one its peers' waits set when longer
-        (`reserve_after_peers`; not for gangs of `peers_below_leaves` leaves or more)."""
+        """The gang's own bound, or the one its peers set when longer (`reserve_after_peers`:
+        k × their median wait, or (k × their median slowdown − 1) × its own limit with
+        `peers_by_slowdown`), at most `peer_max_s`; not for gangs of `peers_below_leaves`
+        leaves or more."""
         own = self._own_bound(duration, members)
         if self.peers_from is not None and members >= self.peers_from:
             return own
         p = self.policy
-        peer = self.peer_bound.get(queue if p.peers_per_queue else "", 0.0)
+        peer = self.peer_bound.get(self._peer_key(queue), 0.0)
         if p.peers_by_slowdown:
             if not math.isfinite(duration):
                 return own
@@ -1175,8 +1181,7 @@ class Walk:
         if peer <= own:
             return ""
         whose = f" of queue {w.queue.name}" if p.peers_per_queue else ""
-        median = self.peer_bound.get(w.queue.name if p.peers_per_queue else "", 0.0)
-        median /= p.reserve_after_peers
+        median = self.peer_bound.get(self._peer_key(w.queue.name), 0.0) / p.reserve_after_peers
         since = f"of the gangs{whose} that started in the last {_hours(p.peer_window_s)}"
         capped = "" if p.peer_max_s <= 0 or peer < p.peer_max_s else f", at most {_hours(peer)}"
         if p.peers_by_slowdown:

@@ -13,8 +13,10 @@ Tests still create their objects with the admin kubeconfig.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -112,7 +114,11 @@ def _make_chart_kubeconfig(admin_kubeconfig: Path) -> Path:
     token = core.create_namespaced_service_account_token(
         CHART_SERVICE_ACCOUNT, CHART_NAMESPACE, {"spec": {"expirationSeconds": 24 * 3600}}
     ).status.token
-    path = Path(tempfile.mkdtemp(prefix="phalanx-chart-sa-")) / "kubeconfig.yaml"
+    # It holds a live token (a day's expiry): removed when the test process exits, so runs do
+    # not leave credentials behind in the temp folder.
+    folder = tempfile.mkdtemp(prefix="phalanx-chart-sa-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = Path(folder) / "kubeconfig.yaml"
     path.write_text(yaml.safe_dump(_token_kubeconfig(admin_kubeconfig, token)))
     path.chmod(0o600)
     # The RBAC objects are live once the authorizer's cache has them: wait for one rule of each.

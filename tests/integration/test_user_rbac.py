@@ -11,7 +11,6 @@ token from the TokenRequest API, so the API server decides as it would for a per
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,7 +86,7 @@ def user_roles(cluster: Cluster, phalanx_api: Any) -> Iterator[dict[str, dict[st
 
 
 @pytest.fixture
-def as_user(cluster: Cluster) -> Iterator[Any]:
+def as_user(cluster: Cluster, tmp_path: Path) -> Iterator[Any]:
     """`as_user(namespace, user, builtin, cluster_wide=False)`: a ServiceAccount `user` of
     `namespace` bound to the built-in ClusterRole `builtin` (by a RoleBinding in that namespace,
     or a ClusterRoleBinding); an API client authenticated as it, and its user name."""
@@ -113,11 +112,13 @@ def as_user(cluster: Cluster) -> Iterator[Any]:
         token = cluster.core.create_namespaced_service_account_token(
             user, namespace, {"spec": {"expirationSeconds": 3600}}
         ).status.token
-        path = Path(tempfile.mkdtemp(prefix="phalanx-user-")) / "kubeconfig.yaml"
+        path = tmp_path / f"{namespace}-{user}.kubeconfig.yaml"
         path.write_text(yaml.safe_dump(_token_kubeconfig(cluster.kubeconfig, token)))
         path.chmod(0o600)
         username = f"system:serviceaccount:{namespace}:{user}"
         api = config.new_client_from_config(config_file=str(path))
+        # The client holds the token now; the file with it is not left behind.
+        path.unlink()
         # The binding is live once the authorizer's cache has it.
         authz = client.AuthorizationV1Api(api)
         attrs = {"verb": "list", "group": GROUP, "resource": "podgroups", "namespace": namespace}

@@ -31,6 +31,7 @@ view.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -713,5 +714,33 @@ def main() -> None:
             devcluster.down(name=NAME, log=log)
 
 
+ENVIRONMENT = """\
+It takes no arguments; these environment variables set it:
+  E2E_RUNS=5               timed runs of each side (medians reported)
+  E2E_GANGS=250            gangs per run
+  E2E_GANG_SIZE=8          pods per gang
+  E2E_MEMORY_PODS=10000    pods in the operator's view when its memory is read
+  E2E_ONLY=SIDE[,SIDE]     only these of bare, bare-matched, phalanx, gated, kube (no e2e.json)
+  E2E_REUSE=1              reuse a bench cluster that is up, and leave it up
+  E2E_PYSPY=FILE           py-spy profiles of the operator per window (FILE.<run>)
+  E2E_APISERVER_PPROF=FILE CPU profiles of the API server per window
+  PHALANX_BIND_CONCURRENCY the operator's binds in flight (and the matched bare loop's)
+`make bench-e2e` runs it on the compiled core; `make bench-e2e E2E_CORE=pure` on the sources.
+"""
+
+
+def parse_args(argv: list[str] | None = None) -> None:
+    """`--help` prints what the bench does and the variables that set it, and exits: the bench
+    takes a 1,024-node cluster up for about half an hour, so an unknown argument is refused
+    rather than starting it."""
+    argparse.ArgumentParser(
+        prog="bench/e2e_bench.py",
+        description=(__doc__ or "").split("\n\n", 1)[0],
+        epilog=ENVIRONMENT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args(argv)
+
+
 if __name__ == "__main__":
+    parse_args()
     main()

@@ -191,6 +191,8 @@ class Walk:
         #: Earliest starts swept by `_worth_preempting` for gangs that then evicted nothing:
         #: nothing changed since, so `plan` takes them instead of sweeping again.
         self._swept: dict[str, Plan | None] = {}
+        #: `reclaim.smallest_gangs` for the reclaim clause of messages, by evictions made so far.
+        self._smallest: tuple[int, dict[str, int]] | None = None
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
         self.lowest: dict[str, int] = {}
         for r in prep.running:
@@ -1270,6 +1272,13 @@ class Walk:
             then = (then + " (not binding)" if plan is not None else "") + "; " + why
         elif plan is not None and gid in c.reservations:
             then += self._yield_clause(w, plan.start)
+        if self.policy.reclaim and can_reclaim(w):
+            # Its queue is owed capacity and nothing was evicted for it: say why, or "within
+            # its share" elsewhere reads as a promise of reclaim that did not happen.
+            key = len(self.c.evictions)
+            if self._smallest is None or self._smallest[0] != key:
+                self._smallest = (key, reclaim.smallest_gangs(self.prep.running))
+            then += "; " + reclaim.why_not_reclaimed(w, self.prep.queues, self._smallest[1])
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None

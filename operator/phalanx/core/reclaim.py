@@ -116,3 +116,61 @@ def candidates_from(
     own = work.queue.name
     lenders = {name for name, q in queues.items() if q.over_share and name != own}
     return [r for r in order if not r.evicted and r.gang.queue in lenders]
+
+
+def smallest_gangs(running: list[RunState]) -> dict[str, int]:
+    """Per queue, the fair-share amount its smallest running gang holds (gangs not already
+    being evicted): the least that reclaim could take from it."""
+    out: dict[str, int] = {}
+    for r in running:
+        if r.evicted or r.gang.evicting:
+            continue
+        q = r.gang.queue
+        out[q] = min(out.get(q, r.fair), r.fair)
+    return out
+
+
+def why_not_reclaimed(
+    work: GangWork, queues: dict[str, QueueState], smallest: dict[str, int]
+) -> str:
+    """Why reclaim did not start `work`, whose queue is entitled to reclaim (`can_reclaim`), in
+    numbers: what a user who reads "within its share" asks next is why nothing was evicted.
+    `smallest` is `smallest_gangs` of the running gangs.
+
+    In the guards' order: no queue borrows beyond its share; those that borrow are not
+    reclaimable; each reclaimable lender's every running gang is larger than what it borrows,
+    so evicting any would take it below its deserved share (a whole gang or nothing); else the
+    gangs that may be taken do not free room where `work` fits (their nodes, its topology).
+    """
+    own = work.queue.name
+    lenders = [q for name, q in queues.items() if q.over_share and name != own]
+    if not lenders:
+        return "reclaim has nothing to take back: no other queue borrows beyond its share"
+    open_ = [q for q in lenders if q.queue.reclaimable]
+    if not open_:
+        return f"reclaim cannot take back what {_borrow(lenders)}: not reclaimable"
+    if all(smallest.get(q.name, 0) > q.alloc_fair - q.deserved for q in open_):
+        parts = ", ".join(
+            f"{q.name} borrows {q.alloc_fair - q.deserved} beyond its deserved {q.deserved} "
+            f"and its smallest running gang holds {smallest[q.name]}"
+            for q in open_
+            if q.name in smallest
+        )
+        return (
+            f"reclaim cannot make room: {parts or 'no running gang of theirs can be evicted'} "
+            "(it evicts whole gangs and never takes a queue below its deserved share)"
+        )
+    return (
+        f"reclaim cannot make room: evicting the gangs it may take of what {_borrow(open_)} "
+        "frees no place where it fits"
+    )
+
+
+def _borrow(queues: list[QueueState]) -> str:
+    """What the lenders hold beyond their shares: "b borrows (8 beyond its share)", "b (8) and
+    c (4) borrow beyond their shares"."""
+    names = [f"{q.name} ({q.alloc_fair - q.deserved})" for q in queues]
+    if len(names) == 1:
+        q = queues[0]
+        return f"{q.name} borrows ({q.alloc_fair - q.deserved} beyond its share)"
+    return ", ".join(names[:-1]) + f" and {names[-1]} borrow beyond their shares"

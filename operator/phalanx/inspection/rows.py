@@ -491,7 +491,8 @@ def _reclaim_phrase(own: str, queues: Iterable[Obj] | None) -> str:
     if can:
         return (
             f": within its share, the GPUs borrowed by {', '.join(can)} can be reclaimed for "
-            "it, whole gangs, when that lets it start"
+            "it, whole gangs, when that lets it start and leaves each lender its deserved share "
+            "(the message says why nothing was)"
         )
     return (
         f": within its share, but the GPUs borrowed by {', '.join(cannot)} are not reclaimable: "

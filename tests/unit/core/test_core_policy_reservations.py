@@ -155,6 +155,7 @@ def test_an_owed_reservation_says_whether_it_will_be_honoured_when_due() -> None
     assert message(NOW - 500).endswith(
         "binding until then, but gangs ahead of it in the order may start there first "
         "(it starts ahead of the order once it has waited 16m40s, in 8m20s)"
+        "; reclaim cannot take back what b borrows (8 beyond its share): not reclaimable"
     )
     assert "binding until then" not in message(NOW - 950)
 

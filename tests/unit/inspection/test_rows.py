@@ -354,7 +354,7 @@ def test_explain_names_whose_borrowed_gpus_reclaim_could_take_back() -> None:
     assert hints[1] == (
         "its queue lender would hold 32 of its deserved 96 GPUs (allocated 16): within its share, "
         "the GPUs borrowed by borrower (64) can be reclaimed for it, whole gangs, when that lets "
-        "it start"
+        "it start and leaves each lender its deserved share (the message says why nothing was)"
     )
     kept = [q for q in queues if q["metadata"]["name"] != "borrower"]
     kept.append(queue("borrower", deserved=32, allocated=96, borrowed=64))

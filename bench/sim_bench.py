@@ -1155,6 +1155,44 @@ more on traces not seen than 5 hours of cluster03's mean. Still missed: cluster0
 (−11%, needs preemption: sixth round) and Philly's worst queue (29.1% at the median, goal
 ≤ 15%; the default before 30.0%).
 
+**Fifteenth round (2026-12-03, 08:55–09:30 UTC): the two misses measured again on the shipped
+default; nothing shipped.** Selective preemption (sixth round) on today's default, medians over
+the grids against `volcano` (`bench/sim_noise.py --custom preempt-SF-now phalanx
+preempt_starving=SF`, compiled core; the rows `preempt-2-now`, `preempt-3-now`):
+
+| setting | cluster02 | cluster03 | cluster04 |
+|---|---|---|---|
+| shipped default | −0.18 / −41% / −19% / −11% | −0.32 (3/4) / −28% / −14% / −81% | −0.23 / −52% / −13% / −62% |
+| `preempt_starving=2` | +0.16 / −30% / −3.7% (2/4) / −20% | −0.40 (2/4) / −27% / −13% / −81% | +0.06 / −51% / −6.9% / −47% (1/4) |
+| `preempt_starving=3` | +0.27 / −39% / −20% / −42% (0/4) | −0.40 (3/4) / −26% / −13% / −82% | −0.13 / −48% / −11% / −50% (2/4) |
+
+(util pt / mean / p95 / largest class worst.) With SF 2 nothing evicts the 145.8 h gang of
+cluster02 (the three 64-GPU gangs behind it wait 121–127 h at phase 0; the default 131–141 h):
+a gang now starves after twice its limit (rule 2), by which time the victim has run more than
+SF × the starving gang's limit, the guard that keeps run thrown away small (checked: with the
+peer bound off, SF 2 replays the same 127.6 h). SF 3 opens that window: the long gang is
+evicted after 22 h, the three wait 2.0–8.1 h, and the worst becomes the two 64-GPU gangs of day
+29 (86.7 and 92.5 h at phase 0; 87.1–118.3 h over the grids, goal 79.9 h), behind the restarted
+long gang, which holds half the cluster until day 32.8: the sixth round's finding again. It
+throws away 762 GPU-h at phase 0 and costs cluster04's largest class (−62% → −50%, met at 2
+grids of 4). cluster02's goal needs evicting the long gang a second time, or other gangs that
+ran a day or more; not a trade to make by default for a platform team's jobs.
+
+The worst queue on Philly, by what held it (`python -m phalanx.sim.starved --trace
+philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --top 4`, the
+shipped default, compiled core, about 20 min; mean 6.18 h): `ee9e8c` 641.6 h below 90% of its
+share (the fifth round: 571 h). Its smallest gang within what it is owed (of 2–8 GPUs for 97%
+of that time) waited behind reservations of queues within their share 41.4%, of queues
+borrowing 14.3%, of those and its own 10.6%, its own alone 2.4%; `InsufficientCapacity`
+26.8%. By whole nodes: all free whole nodes held by reservations 68.2% of the time (the soonest
+due in under 1 h 7.8%, 1–6 h 37.6%, 6–24 h 22.6%), no whole node free 31.5%, a free whole node
+nothing held 0.1%. The next queues alike: `2869ce` 408.1 h (47.2% no gang small enough for what
+it is owed), `6c71a0` 322.1 h, `7f04ca` 268.1 h (held 77.7%). Fewer gangs reserve under the peer
+bound, but the reservations on Philly are held for gangs that started to starve hours ahead,
+and `ee9e8c`'s 2–8-GPU jobs (~44 h) do not fit in those windows: the fifth round's diagnosis
+holds, and the mechanisms measured against it since (slack, speculation, per-queue caps) each
+cost a goal already met.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

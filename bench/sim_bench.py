@@ -1160,13 +1160,19 @@ default; nothing shipped.** Selective preemption (sixth round) on today's defaul
 the grids against `volcano` (`bench/sim_noise.py --custom preempt-SF-now phalanx
 preempt_starving=SF`, compiled core; the rows `preempt-2-now`, `preempt-3-now`):
 
-| setting | cluster02 | cluster03 | cluster04 |
-|---|---|---|---|
-| shipped default | −0.18 / −41% / −19% / −11% | −0.32 (3/4) / −28% / −14% / −81% | −0.23 / −52% / −13% / −62% |
-| `preempt_starving=2` | +0.16 / −30% / −3.7% (2/4) / −20% | −0.40 (2/4) / −27% / −13% / −81% | +0.06 / −51% / −6.9% / −47% (1/4) |
-| `preempt_starving=3` | +0.27 / −39% / −20% / −42% (0/4) | −0.40 (3/4) / −26% / −13% / −82% | −0.13 / −48% / −11% / −50% (2/4) |
+| setting | trace | util. pt | mean | p95 | largest |
+|---|---|---|---|---|---|
+| shipped default | cluster02 | −0.18 | −41% | −19% | −11% |
+|  | cluster03 | −0.32 (3/4) | −28% | −14% | −81% |
+|  | cluster04 | −0.23 | −52% | −13% | −62% |
+| `preempt_starving=2` | cluster02 | +0.16 | −30% | −3.7% (2/4) | −20% |
+|  | cluster03 | −0.40 (2/4) | −27% | −13% | −81% |
+|  | cluster04 | +0.06 | −51% | −6.9% | −47% (1/4) |
+| `preempt_starving=3` | cluster02 | +0.27 | −39% | −20% | −42% (0/4) |
+|  | cluster03 | −0.40 (3/4) | −26% | −13% | −82% |
+|  | cluster04 | −0.13 | −48% | −11% | −50% (2/4) |
 
-(util pt / mean / p95 / largest class worst.) With SF 2 nothing evicts the 145.8 h gang of
+With SF 2 nothing evicts the 145.8 h gang of
 cluster02 (the three 64-GPU gangs behind it wait 121–127 h at phase 0; the default 131–141 h):
 a gang now starves after twice its limit (rule 2), by which time the victim has run more than
 SF × the starving gang's limit, the guard that keeps run thrown away small (checked: with the

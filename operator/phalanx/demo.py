@@ -70,6 +70,40 @@ def apply_admission_policies(kubeconfig: Path) -> None:
     path.write_text(yaml.safe_dump_all(docs))
     console.print("$ kubectl apply -f <the admission policies of deploy/manifests/phalanx.yaml>")
     console.print(kubectl(kubeconfig, "apply", "--server-side", "-f", str(path)).strip())
+    wait_for_admission_policies(kubeconfig)
+
+
+PROBE = """apiVersion: v1
+kind: Pod
+metadata: {name: phalanx-demo-probe, namespace: default, labels: {phalanx.dev/queue: default}}
+spec: {containers: [{name: probe, image: busybox}]}
+"""
+
+
+def wait_for_admission_policies(kubeconfig: Path, timeout: float = 60.0) -> None:
+    """Until a dry-run pod labelled with a queue comes back with `schedulerName: phalanx`.
+
+    The API server acts on a new policy only once its informer has loaded it (about a second
+    here): the Job of `auto-gang-job.yaml` created before that would have its pods run by
+    `default-scheduler`, not ganged. A dry run also fails while the controller-manager has not
+    yet made the namespace's default ServiceAccount, so a failure is retried too.
+    """
+    bins = ensure_binaries(lambda m: console.print(f"[dim]{m}[/dim]"))
+    probe = cluster_dir() / "admission-probe.yaml"
+    probe.write_text(PROBE)
+    command = [str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), "create"]
+    command += ["--dry-run=server", "-f", str(probe), "-o", "jsonpath={.spec.schedulerName}"]
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(command, capture_output=True, text=True, check=False)
+        if out.returncode == 0 and out.stdout.strip() == "phalanx":
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"the admission policies did not act within {timeout:.0f}s: a dry-run pod "
+                f"labelled phalanx.dev/queue got {out.stdout.strip() or out.stderr.strip()!r}"
+            )
+        time.sleep(0.5)
 
 
 def start_operator(kubeconfig: Path) -> None:

@@ -150,14 +150,14 @@ def why_not_reclaimed(
     if not open_:
         return f"reclaim cannot take back what {_borrow(lenders)}: not reclaimable"
     if all(smallest.get(q.name, 0) > q.alloc_fair - q.deserved for q in open_):
+        # Every lender is in `smallest` here: one without a gang to evict has 0, not more.
         parts = ", ".join(
             f"{q.name} borrows {q.alloc_fair - q.deserved} beyond its deserved {q.deserved} "
             f"and its smallest running gang holds {smallest[q.name]}"
             for q in open_
-            if q.name in smallest
         )
         return (
-            f"reclaim cannot make room: {parts or 'no running gang of theirs can be evicted'} "
+            f"reclaim cannot make room: {parts} "
             "(it evicts whole gangs and never takes a queue below its deserved share)"
         )
     return (
@@ -169,8 +169,8 @@ def why_not_reclaimed(
 def _borrow(queues: list[QueueState]) -> str:
     """What the lenders hold beyond their shares: "b borrows (8 beyond its share)", "b (8) and
     c (4) borrow beyond their shares"."""
-    names = [f"{q.name} ({q.alloc_fair - q.deserved})" for q in queues]
-    if len(names) == 1:
+    if len(queues) == 1:
         q = queues[0]
         return f"{q.name} borrows ({q.alloc_fair - q.deserved} beyond its share)"
+    names = [f"{q.name} ({q.alloc_fair - q.deserved})" for q in queues]
     return ", ".join(names[:-1]) + f" and {names[-1]} borrow beyond their shares"

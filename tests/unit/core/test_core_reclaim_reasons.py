@@ -100,3 +100,19 @@ def test_no_clause_when_reclaim_is_off_or_the_gang_is_larger_than_what_it_is_owe
     assert "reclaim" not in schedule(snap, Policy(reclaim=False), NOW).gangs["ns/train"].message
     big = snapshot(fabric(1, 1, 4), QUEUES, [hog], [gang("train").queue("a").pods(3)])
     assert "reclaim" not in schedule(big, Policy(), NOW).gangs["ns/train"].message
+
+
+def test_two_lenders_are_named_with_what_each_borrows() -> None:
+    """48 GPUs on n00–n05, three queues of equal weight. `b` runs `hb` (3 × 8 GPUs on n00–n02),
+    `c` runs `hc` (3 × 8 on n03–n05); `a` waits with `train`, 2 × 8. Demand 16 + 24 + 24 > 48:
+    each deserves 16, so `b` and `c` borrow 8 each, and neither is reclaimable."""
+    run = [
+        running("hb").queue("b").on(N0).on(N1).on(N2).started(NOW - 60),
+        running("hc").queue("c").on("s0-l0-n03").on("s0-l0-n04").on("s0-l0-n05").started(NOW),
+    ]
+    queues = [queue("a"), queue("b").not_reclaimable(), queue("c").not_reclaimable()]
+    msg = _message(6, run, [gang("train").queue("a").pods(2).created(NOW - 10)], queues)
+    assert msg.endswith(
+        "; reclaim cannot take back what b (8) and c (8) borrow beyond their shares: "
+        "not reclaimable"
+    ), msg

@@ -402,8 +402,8 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             )
             if room is not None and after > room:
                 hint += (
-                    f"; with {room} GPUs free or held by gangs it can start only after its "
-                    f"queue's own running gangs free {after - room}"
+                    f"; {room} GPUs are free or held by gangs in all, so it can start only "
+                    f"after its queue's own running gangs free {after - room}"
                 )
             hints.append(hint)
         elif requested:

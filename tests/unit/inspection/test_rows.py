@@ -424,8 +424,8 @@ def test_explain_never_has_a_queue_hold_more_than_the_cluster_and_says_whose_gan
     assert hints[1] == (
         "its queue research holds 24 GPUs and deserves 112: this gang's 112 would put it 24 "
         "over its share, which it can borrow from idle GPUs but not reclaim from other queues; "
-        "with 128 GPUs free or held by gangs it can start only after its queue's own running "
-        "gangs free 8"
+        "128 GPUs are free or held by gangs in all, so it can start only after its queue's own "
+        "running gangs free 8"
     )
     # Without the queues (a user who may not list them) the room is unknown: no such claim.
     assert "free or held" not in " ".join(would_start(pretrain, NOW))

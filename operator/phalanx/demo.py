@@ -43,14 +43,19 @@ POLICY_KINDS = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
-def kubectl(kubeconfig: Path, *args: str) -> str:
+def run_kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The cache's kubectl against `kubeconfig`, its output captured, whatever its exit code."""
     bins = ensure_binaries(lambda m: console.print(f"[dim]{m}[/dim]"))
-    out = subprocess.run(
+    return subprocess.run(
         [str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), *args],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def kubectl(kubeconfig: Path, *args: str) -> str:
+    out = run_kubectl(kubeconfig, *args)
     if out.returncode != 0:
         raise SystemExit(f"kubectl {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout
@@ -88,14 +93,12 @@ def wait_for_admission_policies(kubeconfig: Path, timeout: float = 60.0) -> None
     `default-scheduler`, not ganged. A dry run also fails while the controller-manager has not
     yet made the namespace's default ServiceAccount, so a failure is retried too.
     """
-    bins = ensure_binaries(lambda m: console.print(f"[dim]{m}[/dim]"))
     probe = cluster_dir() / "admission-probe.yaml"
     probe.write_text(PROBE)
-    command = [str(bins.path("kubectl")), "--kubeconfig", str(kubeconfig), "create"]
-    command += ["--dry-run=server", "-f", str(probe), "-o", "jsonpath={.spec.schedulerName}"]
+    args = ("create", "--dry-run=server", "-f", str(probe), "-o", "jsonpath={.spec.schedulerName}")
     deadline = time.monotonic() + timeout
     while True:
-        out = subprocess.run(command, capture_output=True, text=True, check=False)
+        out = run_kubectl(kubeconfig, *args)
         if out.returncode == 0 and out.stdout.strip() == "phalanx":
             return
         if time.monotonic() > deadline:

@@ -354,6 +354,7 @@ class ClusterState:
         base: list[int],
         applied: int,
         ignore: frozenset[str] = frozenset(),
+        skip_holds: frozenset[str] = frozenset(),
     ) -> list[int]:
         """What a gang may use on node `n` from `t` until `end` without breaking any hold.
 
@@ -362,8 +363,11 @@ class ClusterState:
         being simulated, already counted in `base`) are skipped. The answer is the minimum, over
         `t` and every hold start before `end`, of base plus later releases minus what holds take
         at that instant: using less than that never leaves a reservation short when it starts.
+        The holds of gangs in `skip_holds` are not counted (`Policy.share_over_holds`).
         """
         holds = self.holds[n]
+        if skip_holds:
+            holds = [h for h in holds if h.gang not in skip_holds]
         if not holds:
             return base
         checkpoints = [t]

@@ -191,6 +191,8 @@ class Walk:
         #: Earliest starts swept by `_worth_preempting` for gangs that then evicted nothing:
         #: nothing changed since, so `plan` takes them instead of sweeping again.
         self._swept: dict[str, Plan | None] = {}
+        #: `_queue_of`: each pending gang's queue by gang id (`Policy.share_over_holds`).
+        self._queue_by_gang: dict[str, QueueState] | None = None
         #: `reclaim.smallest_gangs` for the reclaim clause of messages, by evictions made so far.
         self._smallest: tuple[int, dict[str, int]] | None = None
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
@@ -716,6 +718,8 @@ class Walk:
                 placement=self._placement(soon.outcome),
             )
             return True
+        if self.policy.share_over_holds and self._over_holds(w, end):
+            return True
         evicted = self.try_evictions(w)
         if evicted is not None:
             what, got = evicted
@@ -752,6 +756,53 @@ class Walk:
                 return True
         self.explain(w, end, out, chosen)
         return True
+
+    def _over_holds(self, w: GangWork, end: float) -> bool:
+        """`Policy.share_over_holds`: start `w` now on capacity held for reservations of gangs
+        whose queues hold a larger part of their deserved share than `w`'s does, if `w` fits
+        within what its queue is owed. Reservations bind across queues in fair-share order, as
+        the walk itself serves queues: the queue further below its share goes first."""
+        q, st = w.queue, self.state
+        if not st.hold_count or q.deserved <= 0 or q.alloc_fair + w.fair > q.deserved:
+            return False
+        mine = q.alloc_fair / q.deserved
+        queue_of = self._queue_of()
+        skip: set[str] = set()
+        for gid in self.c.reservations:
+            hq = queue_of.get(gid)
+            if hq is None or hq is q:
+                continue
+            if hq.deserved <= 0 or hq.alloc_fair / hq.deserved > mine:
+                skip.add(gid)
+        if not skip:
+            return False
+        out = place(
+            _OverHolds(st, self.now, end, frozenset(skip)),
+            w.shapes,
+            w.required_level,
+            w.preferred_level,
+        )
+        if out.assignment is None:
+            return False
+        nodes = sorted({n for _, n in out.assignment})
+        overrun = [g for g in st.held_gangs(nodes, end) if g in skip]
+        self.commit_now(w, out, end)
+        msg = self._bound_message(w, out, backfilled=False)
+        if overrun:
+            msg += (
+                f"; started on capacity held for {', '.join(overrun[:3])}"
+                f"{' …' if len(overrun) > 3 else ''}: queue {q.name} holds {mine:.0%} of its "
+                "deserved share, less than theirs, and reservations bind in fair-share order"
+            )
+        reason = Reason.BACKFILLED if self.c.first_reserved is not None else Reason.SCHEDULED
+        self.c.reasons[w.gang.id] = self.decision(w, reason, msg, placement=self._placement(out))
+        return True
+
+    def _queue_of(self) -> dict[str, QueueState]:
+        """Each pending gang's queue, by gang id (built once a walk)."""
+        if self._queue_by_gang is None:
+            self._queue_by_gang = {w.gang.id: w.queue for w in self.prep.works}
+        return self._queue_by_gang
 
     def _speculate(self, w: GangWork, end: float) -> bool:
         """`Policy.speculate`: start `w` on capacity held for reservations whose holds there
@@ -1512,6 +1563,28 @@ class _IgnoreHolds(NowView):
 
     def node_count(self, shape: Shape, n: int) -> int:
         return count_fit(self.state.free[n], shape.req)
+
+
+class _OverHolds(NowView):
+    """Capacity now until `end` as if the holds of `skip` did not exist
+    (`Policy.share_over_holds`); fresh caches, as its answers differ from the plain view's."""
+
+    __slots__ = ("skip",)
+
+    def __init__(self, state: ClusterState, now: float, end: float, skip: frozenset[str]) -> None:
+        super().__init__(state, now, end, {}, node_cache={})
+        self.skip = skip
+
+    def node_capacity(self, n: int) -> list[int]:
+        st = self.state
+        if st.holds[n]:
+            return st.window_capacity(
+                n, self.now, self.end, list(st.free[n]), 0, skip_holds=self.skip
+            )
+        return list(st.free[n])
+
+    def shape_caps(self, shape: Shape) -> list[tuple[int, int]] | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -411,6 +411,14 @@ class Policy:
     """`owed_slip` for every gang, not only those of queues below their share (Talby and
     Feitelson's slack for all jobs; for measuring): within a queue too, a gang that fits now
     only on held capacity starts first if every reservation it pushes back keeps its slack."""
+    share_over_holds: bool = False
+    """Reservations bind across queues in fair-share order (max-min fairness on the share
+    ratio; issue 19, sixteenth round, for measuring): a gang of a queue below its deserved
+    share, fitting within it, that fits now only on capacity held for reservations starts there
+    when every gang it overruns belongs to a queue holding a larger part of its own deserved
+    share (allocated / deserved) than the gang's queue does. Within a queue, and against a
+    queue as far below its share or further, a reservation stays binding; a lone queue is owed
+    nothing: no effect. The overrun reservation is planned again next cycle, later."""
     speculate: float = 0.0
     """Speculative backfilling (Perkovic & Keleher, "Randomization, speculation, and
     adaptation in batch schedulers", SC 2000) with this fraction f of a gang's time limit (0:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ from phalanx.config import OperatorConfig
 from phalanx.core import GPU, CycleResult, Reason
 from phalanx.core.lifecycle import Action, FailReason, Phase
 from phalanx.k8s.api import ApiError, ClusterWrites
+from phalanx.k8s.bypass import REASON as BYPASS_REASON
+from phalanx.k8s.bypass import Bypass
 from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
@@ -449,6 +451,19 @@ class Reporter:
             self._tell_pod(pod, auto.problem_reason, auto.problem, "Warning")
         for pod, hint in view.hints:
             self._tell_pod(pod, "NotGanged", hint, "Normal")
+
+    def report_bypassed(self, found: Iterable[Bypass]) -> None:
+        """Workloads whose pods went to another scheduler though opted in (`bypass`): a
+        Warning Event on the workload and a line in the log, once each."""
+        for b in found:
+            log.warning(
+                "%s %s/%s: %s",
+                b.involved["kind"],
+                b.involved["namespace"],
+                b.involved["name"],
+                b.message,
+            )
+            self.emit(b.involved, BYPASS_REASON, b.message, "Warning")
 
     def _tell_pod(self, pod: PodRec, reason: str, message: str, kind: str) -> None:
         key = f"orphan:{pod.uid}"

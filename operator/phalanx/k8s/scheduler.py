@@ -39,6 +39,7 @@ from phalanx.core import CycleResult, accrue_usage, schedule
 from phalanx.core.lifecycle import Action
 from phalanx.k8s.api import ClusterWrites
 from phalanx.k8s.binder import Binder, FaultInjection
+from phalanx.k8s.bypass import BypassWatch
 from phalanx.k8s.cluster_view import Gang, View, ViewCache, Workloads, build_view
 from phalanx.k8s.evictor import Evictor
 from phalanx.k8s.gang_maker import GangMaker
@@ -51,6 +52,10 @@ from phalanx.k8s.tasks import spawn
 __all__ = ["AlwaysLeader", "FaultInjection", "LeaderGate", "Records", "Scheduler", "Source"]
 
 log = logging.getLogger("phalanx.scheduler")
+
+BYPASS_SCAN_S = 2.0
+"""How often the pods other schedulers bound are read for opted-in ones (`bypass`): a scan of
+every pod, so not every cycle; a workload's pods are found within this long of being bound."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class Scheduler:
         self.evictor = Evictor(config, self.api, self.metrics, self.reporter, clock)
         self.gang_maker = GangMaker(self.api, self.reporter.emit)
         self.oddities_logged: set[str] = set()
+        self.bypass = BypassWatch(every=BYPASS_SCAN_S)
         self.leaving: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its eviction or rollback task: its capacity is on its way back."""
         self.acting: dict[str, asyncio.Task[None]] = {}
@@ -276,6 +282,9 @@ class Scheduler:
             self.usage_persisted_at = now
         self.reporter.report_orphans(view)
         self.reporter.report_unganged(view)
+        self.reporter.report_bypassed(
+            self.bypass.check(records.pods, records.workloads.namespace_queues, now)
+        )
         self._log_oddities(view)
         self.gang_maker.act(view.to_make, view.remake)
         self.reporter.write_pod_conditions(view, result)

@@ -362,9 +362,12 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
 
     gone = n.failed + n.lost + n.terminating
     if ran and (n.live or gone):
+        # A member deleted outright (no finalizer holds it) is not there to count: it is the
+        # difference, so the numbers in the message add up to minMember.
+        vanished = max(0, facts.min_member - (n.live + n.succeeded + n.pending + gone))
         what = (
             f"{n.live + n.succeeded} of {facts.min_member} members left "
-            f"({n.failed} failed, {n.lost} lost, {n.terminating} deleted)"
+            f"({n.failed} failed, {n.lost} lost, {n.terminating + vanished} deleted)"
         )
         if (facts.member_failure or policy.member_failure) is MemberFailure.KEEP:
             return LifecycleDecision(

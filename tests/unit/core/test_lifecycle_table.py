@@ -372,6 +372,25 @@ def test_member_failed_eviction_counts_failures_and_the_next_schedule_backs_off(
     assert decide(pending, POLICY, 1041.0).not_before is None
 
 
+@pytest.mark.parametrize(
+    ("members", "counts"),
+    [
+        ("FRRR", "3 of 4 members left (1 failed, 0 lost, 0 deleted)"),
+        ("TRRR", "3 of 4 members left (0 failed, 0 lost, 1 deleted)"),
+        ("LRRR", "3 of 4 members left (0 failed, 1 lost, 0 deleted)"),
+        # Deleted outright: the pod is gone from the API, the gang has 3 of its 4 members.
+        ("RRR", "3 of 4 members left (0 failed, 0 lost, 1 deleted)"),
+        ("SRR", "3 of 4 members left (0 failed, 0 lost, 1 deleted)"),
+        ("FRR", "2 of 4 members left (1 failed, 0 lost, 1 deleted)"),
+    ],
+)
+def test_a_member_failure_message_accounts_for_every_member(members: str, counts: str) -> None:
+    """The message's numbers add up to minMember: left + failed + lost + deleted = 4."""
+    d = decide(facts(members, recorded_phase="Running", scheduled_at=900.0), POLICY, NOW)
+    assert d.reason == "MemberFailed"
+    assert d.message.startswith(counts + "; evicting the gang whole"), d.message
+
+
 def test_backoff_is_exponential_and_capped() -> None:
     assert [backoff_seconds(k, POLICY) for k in range(6)] == [0, 10, 20, 40, 80, 160]
     assert backoff_seconds(7, POLICY) == 600  # 640 capped

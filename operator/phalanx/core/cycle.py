@@ -766,13 +766,14 @@ class Walk:
         if not st.hold_count or q.deserved <= 0 or q.alloc_fair + w.fair > q.deserved:
             return False
         mine = q.alloc_fair / q.deserved
+        bar = (q.alloc_fair + w.fair) / q.deserved if self.policy.share_over_holds_after else mine
         queue_of = self._queue_of()
         skip: set[str] = set()
         for gid in self.c.reservations:
             hq = queue_of.get(gid)
             if hq is None or hq is q:
                 continue
-            if hq.deserved <= 0 or hq.alloc_fair / hq.deserved > mine:
+            if hq.deserved <= 0 or hq.alloc_fair / hq.deserved > bar:
                 skip.add(gid)
         if not skip:
             return False

@@ -419,6 +419,11 @@ class Policy:
     share (allocated / deserved) than the gang's queue does. Within a queue, and against a
     queue as far below its share or further, a reservation stays binding; a lone queue is owed
     nothing: no effect. The overrun reservation is planned again next cycle, later."""
+    share_over_holds_after: bool = False
+    """`share_over_holds` comparing the gang's queue's part of its share once the gang runs,
+    (allocated + the gang) / deserved, with the holders' queues' now: it overruns only while its
+    queue stays further below its share than theirs, so the order of the two queues does not
+    flip (for measuring)."""
     speculate: float = 0.0
     """Speculative backfilling (Perkovic & Keleher, "Randomization, speculation, and
     adaptation in batch schedulers", SC 2000) with this fraction f of a gang's time limit (0:

@@ -103,3 +103,15 @@ def test_within_one_queue_a_reservation_stays_binding() -> None:
     r = schedule(snapshot(fabric(1, 1, 2), [queue("b")], run, pending), OVER, NOW)
     assert r.bindings == {}
     assert r.reservations["ns/b1"].start == NOW + 100
+
+
+def test_after_compares_the_queues_share_once_the_gang_runs() -> None:
+    """`share_over_holds_after`: `r0` of `b` holds 4 GPUs on n00 (`b` at 4 of 8, 50%); `a1` of
+    8 GPUs would take `a` from 0% to 100%, past `b`'s 50%: it waits behind `b1`'s reservation
+    (n00 + n01 from NOW + 100). Comparing before it starts (0% < 50%), it overruns it."""
+    snap = _cluster(runner_gpus=4)
+    before = schedule(snap, OVER, NOW)
+    assert dict(before.bindings) == {"ns/a1": {"a1-000": N1}}
+    after = schedule(snap, replace(OVER, share_over_holds_after=True), NOW)
+    assert after.bindings == {}
+    assert after.reservations["ns/b1"].start == NOW + 100

@@ -1199,6 +1199,42 @@ and `ee9e8c`'s 2–8-GPU jobs (~44 h) do not fit in those windows: the fifth rou
 holds, and the mechanisms measured against it since (slack, speculation, per-queue caps) each
 cost a goal already met.
 
+**Sixteenth round (2026-12-03, 12:10–13:15 UTC): reservations that bind across queues in
+fair-share order; measured, not shipped.** The fifteenth round found `ee9e8c`'s small gangs
+behind reservations of queues within their share 41.4% of its time below it. Max-min fairness
+on the share ratio says the queue further below its share goes first, and the walk already
+serves queues that way; only the reservations planned before it did not. The core knob
+`share_over_holds` (off; six hand-worked unit tests in
+`tests/unit/core/test_core_policy_share_over_holds.py`): a gang of a queue below its deserved
+share, fitting within it, that fits now only on capacity held for reservations starts there if
+every gang it overruns belongs to a queue holding a larger part of its own deserved share
+(allocated / deserved) than the gang's queue does; within a queue, and against a queue as far
+below its share or further, a reservation binds. `share_over_holds_after` compares the gang's
+queue once the gang runs, so the two queues' order cannot flip. Philly at phase 0, compiled
+core, against `volcano` (`bench/sim_noise.py --custom share-over-holds phalanx
+share_over_holds=true --only philly --phase 0`, 1,599 s; rows in `sim-noise.jsonl`):
+
+| setting | util. pt | mean h | p95 h | largest h | worst queue |
+|---|---|---|---|---|---|
+| shipped default | −0.36 | 6.18 (−34%) | 16.73 (−26%) | 40.0 (−64%) | 29.1% (`ee9e8c`) |
+| `share_over_holds` | −0.41 | 5.71 (−39%) | 15.84 (−30%) | 25.7 (−77%) | 35.8% (`2869ce`) |
+| `…_after` | −0.59 | 5.89 (−37%) | 15.95 (−29%) | 65.7 (−41%) | 29.9% |
+
+Every figure but the one it was for improves with the first form, and the worst queue gets
+worse. Why (`python -m phalanx.sim.starved … --set share_over_holds=true --top 4`, 25 min):
+`2869ce` is now below 90% of its share for 746.6 h (shipped 408.1 h): 47.0% of that time no
+pending gang of it is small enough for what it is owed, 30.5% its gang waits behind its own
+queue's reservations — its gangs are large for its share, and its reservations are the ones
+other queues' small gangs overrun. `ee9e8c` is below for 704.6 h (shipped 641.6 h), now 60.4%
+`InsufficientCapacity` (26.8% before) and no whole node free 67.2% of the time (31.5% before):
+the whole nodes the reservations kept idle went to other owed queues' 1–8-GPU gangs, which
+fragment them, and `ee9e8c`'s whole-node gangs no longer find one. The second form keeps the
+worst queue where it was (29.9%) but lets the largest gangs' reservations be overrun until the
+class misses its goal (65.7 h against 55.9 h) and utilisation drops outside the ±0.5 points.
+So on Philly the binding reservations are also what keeps whole nodes whole; lending them by
+share trades one short queue for another. ITP (one queue) is unaffected by construction: a
+lone queue never overruns its own reservations (unit test).
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

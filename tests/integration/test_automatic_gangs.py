@@ -321,3 +321,46 @@ def test_a_pod_in_an_unlabelled_namespace_stays_with_kube_scheduler(
     pods = wait_bound(cluster, ns, "batch.kubernetes.io/job-name=theirs", 2)
     assert {p.spec.scheduler_name for p in pods} == {"default-scheduler"}
     assert get_group(custom, ns, "job-theirs") is None
+
+
+def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_back_off(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A Job of 2 pods (backoffLimit 3) runs as a gang; one pod deleted is a member failure:
+    the gang is evicted whole, and while the real Job controller backs off before making pods
+    again, the gang's `WaitingForPods` says so with the back-off; then it runs whole again."""
+    label_namespace(cluster, ns, "default")
+    body = job("retry", 2)
+    body["spec"]["backoffLimit"] = 3
+    cluster.batch.create_namespaced_job(ns, body)
+    selector = "batch.kubernetes.io/job-name=retry"
+    first = wait_bound(cluster, ns, selector, 2)
+    wait_for(
+        lambda: group_status(custom, ns, "job-retry").get("phase") == "Running",
+        timeout=30,
+        what="job-retry to be Running",
+    )
+    cluster.core.delete_namespaced_pod(first[0].metadata.name, ns)
+
+    def backing_off() -> str | None:
+        c = scheduled(group_status(custom, ns, "job-retry"))
+        message = str(c.get("message", "")) if c else ""
+        return message if "the Job controller makes pods again" in message else None
+
+    message = wait_for(
+        backing_off, timeout=60, what="job-retry's WaitingForPods to name the Job's back-off"
+    )
+    assert "its Job retry has " in message and "failed pod" in message, message
+    assert "after its back-off, up to " in message, message
+    old = {p.metadata.name for p in first}
+    wait_for(
+        lambda: (
+            group_status(custom, ns, "job-retry").get("phase") == "Running"
+            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
+        ),
+        timeout=120,
+        what="job-retry Running again on new pods after the Job's back-off",
+    )

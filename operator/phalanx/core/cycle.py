@@ -655,7 +655,10 @@ class Walk:
                         if binding and plan.outcome.assignment is not None:
                             self.hold(w, plan.outcome.assignment, plan.start)
             have = len(w.gang.members)
-            message = f"{have} of {w.gang.min_member} pods exist" + eta_phrase(eta, now, ending)
+            note = f"; {w.gang.pods_note}" if w.gang.pods_note else ""
+            message = f"{have} of {w.gang.min_member} pods exist{note}" + eta_phrase(
+                eta, now, ending
+            )
             due = w.gang.due_since
             if w.gang.min_resources is not None and not w.phantom and due is not None:
                 message += (

@@ -179,6 +179,10 @@ class PendingGang:
     queue_source: str = ""
     """Where its queue's name came from, when not its own PodGroup spec (an automatic gang: "label
     phalanx.dev/queue of Job ns/x"): a queue that does not exist says which label to fix."""
+    pods_note: str = ""
+    """Why some of its pods do not exist yet, as its workload tells (a Job's pod-failure
+    back-off): `WaitingForPods` says it after the count, so a gang waiting for pods its
+    controller holds back says for how long."""
 
     @property
     def ns(self) -> str:

@@ -55,6 +55,7 @@ from phalanx.core.lifecycle import (
     decide,
     member_lost,
 )
+from phalanx.core.reasons import format_duration
 from phalanx.k8s.records import (
     BudgetRec,
     GroupRec,
@@ -448,6 +449,7 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
+                pods_note=_job_backoff(gang, jobs) if len(live) < decision.need else "",
             )
         )
         pending_keys.add(key)
@@ -599,6 +601,30 @@ def _member_state(
     ):
         return MemberState.LOST
     return MemberState.RUNNING if pod.phase == "Running" else MemberState.BOUND
+
+
+JOB_BACKOFF_S = 10.0
+JOB_BACKOFF_MAX_S = 600.0
+"""The Job controller's pod-failure back-off (Kubernetes `DefaultJobPodFailureBackOff`,
+`MaxJobPodFailureBackOff`): 10 s, doubled for each failure since the last success, at most 10 min,
+counted from the last failure."""
+
+
+def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
+    """Why a managed gang's Job has not made all its pods, when its failed pods say: after a
+    member failure the gang is evicted whole and the Job controller makes the pods again only
+    after its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does not say."""
+    group = gang.group
+    job = jobs.get(group.owner_uid) if group is not None and group.owner_uid else None
+    if job is None or job.state != "Active" or job.failed <= 0:
+        return ""
+    backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(job.failed - 1, 16))
+    failed = f"{job.failed} failed pod{'' if job.failed == 1 else 's'}"
+    return (
+        f"its Job {job.name} has {failed}: the Job controller makes pods again only after its "
+        f"back-off, up to {format_duration(backoff)} after the last failure (10s doubled per "
+        "failure since its last success, at most 10m)"
+    )
 
 
 def _owner_state(gang: Gang, jobs: Mapping[str, JobRec]) -> OwnerState:

@@ -148,6 +148,9 @@ class JobRec:
     uid: str
     state: str
     workload: Workload | None = None
+    failed: int = 0
+    """`status.failed`: pods that failed (the controller backs off before making more)."""
+    succeeded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +384,13 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         meta.get("uid", ""),
         state,
         workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
+        failed=_count(status.get("failed")),
+        succeeded=_count(status.get("succeeded")),
     )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def group_record(body: Mapping[str, Any]) -> GroupRec:

@@ -180,3 +180,29 @@ def test_a_queue_label_naming_no_queue_says_which_label_to_fix() -> None:
     assert found[0]["message"] == (
         "queue 'nope' does not exist (named by label phalanx.dev/queue of Job ns/train)"
     )
+
+
+def test_a_gang_waiting_for_its_jobs_pods_says_the_jobs_failure_back_off() -> None:
+    """Evicted whole after a member failed, the Job's pods are gone and the Job has 3 failed
+    pods: its controller makes them again only 10 s × 2² = 40 s after the last failure, which
+    `WaitingForPods` says; with no failed pods it says only the count."""
+    failed = {**job(3), "status": {"failed": 3, "active": 0}}
+    api = run([], [managed(3)], [failed])
+    messages = [
+        c["message"]
+        for s in api.statuses
+        for c in s.get("conditions", [])
+        if c["type"] == "Scheduled" and c["reason"] == "WaitingForPods"
+    ]
+    assert messages and messages[-1] == (
+        "0 of 3 pods exist; its Job train has 3 failed pods: the Job controller makes pods "
+        "again only after its back-off, up to 40s after the last failure (10s doubled per "
+        "failure since its last success, at most 10m)"
+    ), messages
+    plain = run([], [managed(3)], [job(3)])
+    assert [
+        c["message"]
+        for s in plain.statuses
+        for c in s.get("conditions", [])
+        if c["type"] == "Scheduled"
+    ][-1] == "0 of 3 pods exist"

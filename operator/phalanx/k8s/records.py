@@ -150,7 +150,6 @@ class JobRec:
     workload: Workload | None = None
     failed: int = 0
     """`status.failed`: pods that failed (the controller backs off before making more)."""
-    succeeded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +384,6 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         state,
         workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
         failed=_count(status.get("failed")),
-        succeeded=_count(status.get("succeeded")),
     )
 
 

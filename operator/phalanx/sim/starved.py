@@ -150,7 +150,8 @@ def due_bucket(seconds: float) -> str:
     return ">= 48 h"
 
 
-def _most(seconds: dict[str, float]) -> list[tuple[str, float]]:
+def most(seconds: dict[str, float]) -> list[tuple[str, float]]:
+    """`seconds` by category, the most time first (ties by name)."""
     return sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -181,11 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     waits = [j.start_s - j.submit_s for j in result.completed]
     print(f"mean wait {sum(waits) / max(1, len(waits)) / 3600:.2f} h")
-    for queue, total in _most(starved.below_s)[: args.top]:
+    for queue, total in most(starved.below_s)[: args.top]:
         print(f"{queue}: {total / 3600:.1f} h below 90% of its share")
-        for why, t in _most(starved.why_s[queue]):
+        for why, t in most(starved.why_s[queue]):
             print(f"  {t / total:6.1%}  {why}")
-        for idle, t in _most(starved.idle_s.get(queue, {})):
+        for idle, t in most(starved.idle_s.get(queue, {})):
             print(f"  {t / total:6.1%}  {idle}")
     return 0
 

@@ -604,10 +604,10 @@ def _member_state(
 
 
 JOB_BACKOFF_S = 10.0
+"""The Job controller's first pod-failure back-off (Kubernetes `DefaultJobPodFailureBackOff`)."""
 JOB_BACKOFF_MAX_S = 600.0
-"""The Job controller's pod-failure back-off (Kubernetes `DefaultJobPodFailureBackOff`,
-`MaxJobPodFailureBackOff`): 10 s, doubled for each failure since the last success, at most 10 min,
-counted from the last failure."""
+"""Its cap (`MaxJobPodFailureBackOff`): the back-off doubles for each failure since the last
+success, at most this, counted from the last failure."""
 
 
 def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
@@ -622,8 +622,9 @@ def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
     failed = f"{job.failed} failed pod{'' if job.failed == 1 else 's'}"
     return (
         f"its Job {job.name} has {failed}: the Job controller makes pods again only after its "
-        f"back-off, up to {format_duration(backoff)} after the last failure (10s doubled per "
-        "failure since its last success, at most 10m)"
+        f"back-off, up to {format_duration(backoff)} after the last failure "
+        f"({format_duration(JOB_BACKOFF_S)} doubled per failure since its last success, at most "
+        f"{format_duration(JOB_BACKOFF_MAX_S)})"
     )
 
 

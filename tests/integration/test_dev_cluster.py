@@ -4,6 +4,9 @@ Job pods run until deleted)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -11,6 +14,8 @@ import pytest
 import yaml
 
 from phalanx.devcluster import cluster as devcluster
+from phalanx.devcluster import kubectl_cache
+from phalanx.devcluster.binaries import ensure_binaries
 from phalanx.devcluster.errors import DevClusterError
 from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, load_shape
 from tests.integration.conftest import Cluster
@@ -149,3 +154,78 @@ def test_a_second_up_is_refused_and_down_leaves_no_process_or_port(tmp_path: Pat
         devcluster.down(name=name, log=print)
     assert not devcluster.processes_under(devcluster.cluster_dir(name))
     assert not devcluster.port_in_use(port), f"port {port} still bound after down"
+
+
+def test_a_new_cluster_at_a_port_kubectl_knew_is_not_read_from_its_stale_discovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubectl keys its discovery cache by host and port only, and kwokctl reuses ports: after a
+    cluster serving the native `scheduling.k8s.io` PodGroup, `kubectl get podgroups` on the next
+    cluster at that port went to the kind no longer served (NotFound) for six hours. `up`
+    forgets that cache; the stale copy put back shows the failure it prevents."""
+    shape_file = tmp_path / "tiny.yaml"
+    shape_file.write_text(
+        "name: tiny\nnodeGroups:\n- name: gpu\n  spines: 1\n  leavesPerSpine: 1\n"
+        "  nodesPerLeaf: 1\n  gpus: 8\n"
+    )
+    shape = load_shape(str(shape_file))
+    cache = tmp_path / "kubectl-cache"
+    monkeypatch.setenv("KUBECACHEDIR", str(cache))
+    kubectl = str(ensure_binaries().path("kubectl"))
+    name = "phalanx-kcache-test"
+    crds = str(Path(__file__).resolve().parents[2] / "crds")
+
+    def run(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        return subprocess.run(
+            [kubectl, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    def with_crds(kubeconfig: Path) -> None:
+        for args in (
+            ("apply", "-f", crds),
+            ("wait", "--for=condition=Established", "crd/podgroups.phalanx.dev", "--timeout=30s"),
+        ):
+            done = run(kubeconfig, *args)
+            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+
+    kubeconfig = devcluster.up(
+        shape,
+        name=name,
+        log=print,
+        feature_gates=devcluster.NATIVE_GANG_FEATURE_GATES,
+        runtime_config=devcluster.NATIVE_GANG_RUNTIME_CONFIG,
+    )
+    try:
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        port = int(server.rsplit(":", 1)[1])
+        with_crds(kubeconfig)
+        listed = run(kubeconfig, "get", "podgroups", "-A")
+        assert listed.returncode == 0, listed.stderr
+        cached = kubectl_cache.discovery_dir(server, cache)
+        assert (cached / "scheduling.k8s.io" / "v1alpha2").is_dir(), (
+            f"kubectl did not cache the native group's discovery under {cached}: "
+            f"{sorted(p.name for p in cache.glob('discovery/*'))}"
+        )
+        stale = tmp_path / "stale"
+        shutil.copytree(cache, stale)
+    finally:
+        devcluster.down(name=name, log=print)
+
+    said: list[str] = []
+    kubeconfig = devcluster.up(shape, name=name, port=port, log=said.append)
+    try:
+        with_crds(kubeconfig)
+        listed = run(kubeconfig, "get", "podgroups", "-A")
+        assert listed.returncode == 0, f"kubectl get podgroups on the new cluster: {listed.stderr}"
+        assert any(f"cleared kubectl's discovery cache {cached}" in line for line in said), said
+
+        shutil.rmtree(cache)
+        shutil.copytree(stale, cache)
+        listed = run(kubeconfig, "get", "podgroups", "-A")
+        assert listed.returncode != 0 and "scheduling.k8s.io/v1alpha2" in listed.stderr, (
+            "with the previous cluster's discovery cache kubectl was expected to ask for the "
+            f"native kind and be refused: rc {listed.returncode}, {listed.stderr!r}"
+        )
+    finally:
+        devcluster.down(name=name, log=print)

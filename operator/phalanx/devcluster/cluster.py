@@ -33,6 +33,7 @@ import yaml
 from phalanx.devcluster import versions
 from phalanx.devcluster.binaries import Binaries, cache_root, ensure_binaries
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.kubectl_cache import forget_discovery
 from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SHAPE_LABEL, SPINE_LABEL, Shape
 from phalanx.devcluster.stages import stage_documents
 
@@ -160,6 +161,7 @@ def _kwokctl_config(
     }
     if port is not None:
         options["kubeApiserverPort"] = port
+        options.update(_other_ports(port))
     if feature_gates:
         # kwokctl passes --feature-gates to the apiserver, controller manager and scheduler.
         options["kubeFeatureGates"] = feature_gates
@@ -171,6 +173,43 @@ def _kwokctl_config(
         "options": options,
     }
     return "---\n".join([yaml.safe_dump(conf), *stage_documents()])
+
+
+#: The kwokctl options of every port a binary-runtime cluster listens on besides the apiserver's.
+OTHER_PORT_OPTIONS = (
+    "etcdPeerPort",
+    "etcdPort",
+    "kubeControllerManagerPort",
+    "kubeSchedulerPort",
+    "kwokControllerPort",
+)
+
+
+def _other_ports(pinned: int) -> dict[str, int]:
+    """Distinct free loopback ports, none of them `pinned`, for `OTHER_PORT_OPTIONS`.
+
+    kwokctl fills each port left at 0 by probing down from 32767 for one nothing listens on,
+    skipping only the ports of the clusters it already knows. A pinned apiserver port is not
+    listened on yet while it probes, so a `--port` in that range was handed out a second time
+    (to the kwok controller, after a cluster at that port was taken down and made again): that
+    component failed to bind and the nodes never turned Ready. Choosing the other ports here,
+    from the kernel, keeps them apart; the sockets stay open until all are chosen so no two
+    coincide. Called under `creation_lock`, like kwokctl's own probe.
+    """
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < len(OTHER_PORT_OPTIONS):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
+            s.bind(("127.0.0.1", 0))
+            chosen = int(s.getsockname()[1])
+            if chosen != pinned:
+                ports.append(chosen)
+    finally:
+        for s in held:
+            s.close()
+    return dict(zip(OTHER_PORT_OPTIONS, ports, strict=True))
 
 
 @dataclass(frozen=True)
@@ -267,7 +306,6 @@ def up(
         shutil.rmtree(cluster_dir(name), ignore_errors=True)
     workdir().mkdir(parents=True, exist_ok=True)
     config_file = workdir() / f"{name}-kwokctl.yaml"
-    config_file.write_text(_kwokctl_config(bins, port, feature_gates, runtime_config))
 
     started = time.monotonic()
     extra = "".join(
@@ -281,6 +319,7 @@ def up(
     )
     try:
         with creation_lock():
+            config_file.write_text(_kwokctl_config(bins, port, feature_gates, runtime_config))
             result = _kwokctl(
                 bins,
                 "create",
@@ -306,6 +345,8 @@ def up(
                 }
             )
         )
+        for stale in forget_discovery(kc):
+            log(f"cleared kubectl's discovery cache {stale} (kept from a cluster there before)")
         log(
             f"control plane up in {time.monotonic() - started:.1f}s; "
             f"creating {shape.node_count} fake GPU nodes ({shape.gpu_count} GPUs)"

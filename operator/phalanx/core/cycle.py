@@ -382,7 +382,9 @@ class Walk:
         prep, now = self.prep, self.now
         if self.policy.reclaim and can_reclaim(w) and not self._hopeless("reclaim", w):
             if self._reclaim_order is None:
-                self._reclaim_order = reclaim.reclaim_order(prep.running, prep.queues, now)
+                self._reclaim_order = reclaim.reclaim_order(
+                    prep.running, prep.queues, now, self.policy.reclaim_by_gpu_time
+                )
             lenders = tuple(
                 name for name, q in prep.queues.items() if q.over_share and name != w.queue.name
             )
@@ -1060,7 +1062,20 @@ class Walk:
             else self._bound_for(g.duration, g.members, g.queue)
         )
         when = self.now if at is None else at
-        return when - g.created >= p.honour_after * base
+        threshold = p.honour_after * base
+        if p.honour_after_peers:
+            threshold = max(threshold, self._peer_uncapped(g.duration, g.queue))
+        return when - g.created >= threshold
+
+    def _peer_uncapped(self, duration: float, queue: str) -> float:
+        """The bound `reserve_after_peers` sets for a gang of time limit `duration` of `queue`,
+        without `peer_max_s` (`Policy.honour_after_peers`)."""
+        peer = self.peer_bound.get(self._peer_key(queue), 0.0)
+        if self.policy.peers_by_slowdown:
+            if not math.isfinite(duration):
+                return 0.0
+            peer = max(0.0, peer - 1.0) * duration
+        return peer
 
     def _honoured_size(self, w: GangWork) -> bool:
         """Whether `w` is large enough for `_starts_first` (see `_honoured_size_of`)."""

@@ -86,10 +86,11 @@ def keeps_victim_share(
 
 
 def reclaim_order(
-    running: list[RunState], queues: dict[str, QueueState], now: float
+    running: list[RunState], queues: dict[str, QueueState], now: float, by_gpu_time: bool = False
 ) -> list[RunState]:
     """The running gangs reclaim may ever pick, in eviction-preference order (fixed for the
-    cycle); `candidates_from` applies what changes during the walk."""
+    cycle); `candidates_from` applies what changes during the walk. `by_gpu_time`
+    (`Policy.reclaim_by_gpu_time`): the run lost is weighed by the gang's fair-share amount."""
     out = [
         r
         for r in running
@@ -102,7 +103,7 @@ def reclaim_order(
             r.gang.protected,
             queues[r.gang.queue].queue.priority,
             r.gang.priority,
-            max(0.0, now - r.gang.start_time),
+            max(0.0, now - r.gang.start_time) * (r.fair if by_gpu_time else 1),
             r.gang.id,
         )
     )

@@ -711,3 +711,42 @@ def test_a_reservation_takes_the_nodes_busy_now_with_reserve_least_idle() -> Non
     assert idle.reservations["ns/big"].start == NOW + 100
     assert set(idle.reservations["ns/big"].nodes) == {N1, n2}
     assert dict(idle.bindings) == {"ns/small": {"small-000": N0}}
+
+
+def test_the_second_rung_waits_for_the_peers_uncapped_bound_with_honour_after_peers() -> None:
+    """Two nodes; n01 runs `peer` (started NOW − 100 after waiting 10,000 s, limit 10,000 s):
+    the peers' median slowdown is (10,000 + 10,000) / 10,000 = 2. n00 is free. `whole` (one
+    8-GPU pod, limit 100,000 s) and `small` (8 GPUs, limit 60 s, created a second later) both
+    fit only there. `whole` starves after max(min(limit, 2,000), min((2 − 1) × 100,000,
+    3,000)) = 3,000 s; `honour_after=2` honours it past 2 × 2,000 = 4,000 s. With
+    `honour_after_peers` the rung is at least the peers' bound without its 3,000 s ceiling,
+    (2 − 1) × 100,000 = 100,000 s: at 5,000 s and 99,999 s `small` (less work) still goes
+    first; at 100,000 s `whole` is honoured."""
+    ladder = Policy(
+        reserve_after_limits=1.0,
+        reserve_after_s=2000.0,
+        work_weight=1.0,
+        reserve_after_peers=1.0,
+        peers_by_slowdown=True,
+        peer_window_s=86_400.0,
+        peer_max_s=3000.0,
+        honour_after=2.0,
+    )
+    peers = replace(ladder, honour_after_peers=True)
+
+    def cycle(created: float, policy: Policy) -> set[str]:
+        run = [
+            running("peer").on("s0-l0-n01").created(NOW - 10_100).started(NOW - 100)
+            .time_limit(10_000)
+        ]  # fmt: skip
+        pending = [
+            gang("whole").pods(1, gpu=8).created(created).time_limit(100_000),
+            gang("small").pods(1).created(created + 1).time_limit(60),
+        ]
+        snap = snapshot(fabric(1, 1, 2), running=run, pending=pending)
+        return set(schedule(snap, policy, NOW).bindings)
+
+    assert cycle(NOW - 5000, ladder) == {"ns/whole"}
+    assert cycle(NOW - 5000, peers) == {"ns/small"}
+    assert cycle(NOW - 99_999, peers) == {"ns/small"}
+    assert cycle(NOW - 100_000, peers) == {"ns/whole"}

@@ -484,7 +484,13 @@ class Walk:
             items = by_queue[name]
             keys = [self._key(w) for w in items]
             order = gang_order(
-                keys, now, policy.age_weight, policy.size_weight, policy.work_weight, policy.age_max
+                keys,
+                now,
+                policy.age_weight,
+                policy.size_weight,
+                policy.work_weight,
+                policy.age_max,
+                policy.aged_first,
             )
             ordered[name] = [items[i] for i in order]
             for pos, w in enumerate(ordered[name], start=1):

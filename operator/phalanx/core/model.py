@@ -446,6 +446,11 @@ class Policy:
     free from the first such hold's start in every plan (`RunningGang.yield_by`), so no
     reservation moves; if it still runs when a gang's start is due on that capacity, it is
     evicted whole (`ReservationDue`) and restarts from zero."""
+    aged_first: bool = False
+    """Within a queue, gangs that have waited `age_max` or longer (their age factor full) come
+    before every gang that has not, ordered among themselves as before: a bound on how long
+    least-work-first can pass a gang of much work over inside its own queue (measured in issue
+    19's eighteenth round). Off: a gang of full age only ties with a fresh gang of least work."""
     honour_after_peers: bool = False
     """`honour_after` waits at least as long as the peers' bound of `reserve_after_peers`
     without its ceiling `peer_max_s`: under overload, where its peers' slowdown is high, a gang

@@ -49,13 +49,15 @@ def gang_order(
     size_weight: float,
     work_weight: float = 0.0,
     age_max: float = 0.0,
+    aged_first: bool = False,
 ) -> list[int]:
     """Indices of `items` in service order (priority, multifactor score, creation time, id).
 
     Age, size and work are normalised over the items so the weights are comparable; with the
     weights (age 1, size 0, work 0) this is plain FIFO. With `age_max` > 0 the age is
     wait / `age_max`, at most 1 (Slurm's `PriorityMaxAge`), instead of relative to the longest
-    wait among the items.
+    wait among the items. With `aged_first` (and `age_max`), gangs that have waited `age_max`
+    or longer come before every gang that has not (`Policy.aged_first`).
     """
     if not items:
         return []
@@ -70,16 +72,18 @@ def gang_order(
         lo, hi = min(logs), max(logs)
     span = hi - lo
 
-    def key(i: int) -> tuple[int, float, float, str]:
+    def key(i: int) -> tuple[int, int, float, float, str]:
         it = items[i]
-        age = min(1.0, max(0.0, now - it.gang.creation_time) / age_scale)
+        waited = max(0.0, now - it.gang.creation_time)
+        age = min(1.0, waited / age_scale)
+        aged = 1 if aged_first and age_max > 0 and waited >= age_max else 0
         size = it.gpus / max_size
         score = age_weight * age + size_weight * size
         if work_weight and span > 0:
             score -= work_weight * (_log_work(it.work) - lo) / span
         if not math.isfinite(score):
             score = 0.0
-        return (-it.gang.priority, -score, it.gang.creation_time, it.gang.id)
+        return (-it.gang.priority, -aged, -score, it.gang.creation_time, it.gang.id)
 
     return sorted(range(len(items)), key=key)
 

@@ -750,3 +750,24 @@ def test_the_second_rung_waits_for_the_peers_uncapped_bound_with_honour_after_pe
     assert cycle(NOW - 5000, peers) == {"ns/small"}
     assert cycle(NOW - 99_999, peers) == {"ns/small"}
     assert cycle(NOW - 100_000, peers) == {"ns/whole"}
+
+
+def test_aged_first_puts_gangs_of_full_age_before_every_other() -> None:
+    """One free node, one queue, no reservations; order by age (at most 7 days) and work.
+    `long` (8 GPUs, limit 100,000 s) has the most work: score = age − 1. `short` (8 GPUs,
+    limit 60 s, waited an hour) has the least: score = 3,600 / 604,800 − 0 ≈ 0.006. At full
+    age (604,800 s) `long` scores 0, still behind `short`, which takes the node; with
+    `aged_first` it comes first and takes it. A second short of full age is not enough."""
+    order = Policy(age_weight=1.0, work_weight=1.0, age_max=604_800.0)
+    aged = replace(order, aged_first=True)
+
+    def cycle(created: float, policy: Policy) -> set[str]:
+        pending = [
+            gang("long").pods(1, gpu=8).created(created).time_limit(100_000),
+            gang("short").pods(1).created(NOW - 3600).time_limit(60),
+        ]
+        return set(schedule(snapshot(fabric(1, 1, 1), pending=pending), policy, NOW).bindings)
+
+    assert cycle(NOW - 604_800, order) == {"ns/short"}
+    assert cycle(NOW - 604_800, aged) == {"ns/long"}
+    assert cycle(NOW - 604_799, aged) == {"ns/short"}

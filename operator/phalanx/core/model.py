@@ -391,8 +391,8 @@ class Policy:
     away, GPUs × time run so far (evicted gangs restart from zero), least first. Off: by time run
     so far alone, so a young 8-GPU gang goes before an older 1-GPU one only if it started later.
     Measured in issue 19's eighteenth round, not shipped: on Philly it threw away more run, not
-    less (85,034 GPU-h against 76,373, 7,245 evictions against 6,830), the small gangs it
-    evicts first being evicted again, and cost the mean wait (6.18 → 6.67 h)."""
+    less (85,034 GPU-h against 76,373, 7,245 evictions against 6,830) and cost the mean wait
+    (6.18 → 6.67 h)."""
     preempt_starving: float = 0.0
     """Selective preemption (Kettimuthu et al., "Selective preemption strategies for parallel
     job scheduling", ICPP 2002) with this suspension factor SF (0: off; measured in issue 19's

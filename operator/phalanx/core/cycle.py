@@ -1075,7 +1075,8 @@ class Walk:
 
     def _peer_uncapped(self, duration: float, queue: str) -> float:
         """The bound `reserve_after_peers` sets for a gang of time limit `duration` of `queue`,
-        without `peer_max_s` (`Policy.honour_after_peers`)."""
+        before `peer_max_s` caps it (`_bound_for`; uncapped for `Policy.honour_after_peers`); 0
+        by slowdown for a gang without a time limit (its own bound holds)."""
         peer = self.peer_bound.get(self._peer_key(queue), 0.0)
         if self.policy.peers_by_slowdown:
             if not math.isfinite(duration):
@@ -1161,11 +1162,7 @@ class Walk:
         if self.peers_from is not None and members >= self.peers_from:
             return own
         p = self.policy
-        peer = self.peer_bound.get(self._peer_key(queue), 0.0)
-        if p.peers_by_slowdown:
-            if not math.isfinite(duration):
-                return own
-            peer = max(0.0, peer - 1.0) * duration
+        peer = self._peer_uncapped(duration, queue)
         return max(own, min(peer, p.peer_max_s if p.peer_max_s > 0 else math.inf))
 
     def _own_bound(self, duration: float, members: int) -> float:

@@ -17,7 +17,7 @@ from phalanx.devcluster import cluster as devcluster
 from phalanx.devcluster import kubectl_cache
 from phalanx.devcluster.binaries import ensure_binaries
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, load_shape
+from phalanx.devcluster.shapes import GPU_RESOURCE, LEAF_LABEL, SPINE_LABEL, Shape, load_shape
 from tests.integration.conftest import Cluster
 from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
 from tests.integration.waiting import wait_for
@@ -133,14 +133,20 @@ def test_large_shape_comes_up_with_all_nodes_ready() -> None:
     assert not devcluster.status(name).up
 
 
-def test_a_second_up_is_refused_and_down_leaves_no_process_or_port(tmp_path: Path) -> None:
+def _tiny_shape(tmp_path: Path, nodes: int) -> Shape:
+    """A one-leaf shape of `nodes` 8-GPU nodes, for the tests that make clusters of their own."""
     shape_file = tmp_path / "tiny.yaml"
     shape_file.write_text(
         "name: tiny\nnodeGroups:\n- name: gpu\n  spines: 1\n  leavesPerSpine: 1\n"
-        "  nodesPerLeaf: 2\n  gpus: 8\n"
+        f"  nodesPerLeaf: {nodes}\n  gpus: 8\n"
     )
+    return load_shape(str(shape_file))
+
+
+def test_a_second_up_is_refused_and_down_leaves_no_process_or_port(tmp_path: Path) -> None:
+    shape = _tiny_shape(tmp_path, nodes=2)
     name = "phalanx-updown-test"
-    kubeconfig = devcluster.up(load_shape(str(shape_file)), name=name, log=print)
+    kubeconfig = devcluster.up(shape, name=name, log=print)
     try:
         server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         port = int(server.rsplit(":", 1)[1])
@@ -149,7 +155,7 @@ def test_a_second_up_is_refused_and_down_leaves_no_process_or_port(tmp_path: Pat
             "no control-plane process found"
         )
         with pytest.raises(DevClusterError, match="a dev cluster is already up"):
-            devcluster.up(load_shape(str(shape_file)), name=name, log=print)
+            devcluster.up(shape, name=name, log=print)
     finally:
         devcluster.down(name=name, log=print)
     assert not devcluster.processes_under(devcluster.cluster_dir(name))
@@ -163,12 +169,7 @@ def test_a_new_cluster_at_a_port_kubectl_knew_is_not_read_from_its_stale_discove
     cluster serving the native `scheduling.k8s.io` PodGroup, `kubectl get podgroups` on the next
     cluster at that port went to the kind no longer served (NotFound) for six hours. `up`
     forgets that cache; the stale copy put back shows the failure it prevents."""
-    shape_file = tmp_path / "tiny.yaml"
-    shape_file.write_text(
-        "name: tiny\nnodeGroups:\n- name: gpu\n  spines: 1\n  leavesPerSpine: 1\n"
-        "  nodesPerLeaf: 1\n  gpus: 8\n"
-    )
-    shape = load_shape(str(shape_file))
+    shape = _tiny_shape(tmp_path, nodes=1)
     cache = tmp_path / "kubectl-cache"
     monkeypatch.setenv("KUBECACHEDIR", str(cache))
     kubectl = str(ensure_binaries().path("kubectl"))

@@ -47,16 +47,27 @@ def reclaim_candidates(
         ):
             continue
         out.append(r)
-    out.sort(
-        key=lambda r: (
+    out.sort(key=_victim_key(queues, now))
+    return out
+
+
+def _victim_key(
+    queues: dict[str, QueueState], now: float, by_gpu_time: bool = False
+) -> Callable[[RunState], tuple[bool, int, int, float, str]]:
+    """Reclaim's eviction preference: unprotected first, then lower queue priority, lower gang
+    priority, least run lost (time run, or GPUs × time run with `by_gpu_time`), then id."""
+
+    def key(r: RunState) -> tuple[bool, int, int, float, str]:
+        lost = max(0.0, now - r.gang.start_time) * (r.fair if by_gpu_time else 1)
+        return (
             r.gang.protected,
             queues[r.gang.queue].queue.priority,
             r.gang.priority,
-            max(0.0, now - r.gang.start_time),
+            lost,
             r.gang.id,
         )
-    )
-    return out
+
+    return key
 
 
 def keeps_victim_share(
@@ -98,15 +109,7 @@ def reclaim_order(
         and (q := queues.get(r.gang.queue)) is not None
         and q.queue.reclaimable
     ]
-    out.sort(
-        key=lambda r: (
-            r.gang.protected,
-            queues[r.gang.queue].queue.priority,
-            r.gang.priority,
-            max(0.0, now - r.gang.start_time) * (r.fair if by_gpu_time else 1),
-            r.gang.id,
-        )
-    )
+    out.sort(key=_victim_key(queues, now, by_gpu_time))
     return out
 
 

@@ -5,8 +5,9 @@ for six hours, in a directory named after the server's host and port only
 (`~/.kube/cache/discovery/127.0.0.1_32764`, or under `$KUBECACHEDIR`). kwokctl hands the same
 free port to one cluster after another, so after a cluster that served, say, the native
 `scheduling.k8s.io` PodGroup (`NATIVE_GANG_*`), `kubectl get podgroups` on the next cluster at
-that port still resolves the plural to the kind it no longer serves and answers "the server
-doesn't have a resource type" / NotFound for up to six hours. A cluster we have just created at
+that port still resolves the plural to the kind it no longer serves and answers `Error from
+server (NotFound): Unable to list "scheduling.k8s.io/v1alpha2, Resource=podgroups"` for up to
+six hours. A cluster we have just created at
 an address makes whatever was cached for that address stale by definition, so `up` removes it;
 kubectl rebuilds it on its next call. The HTTP cache beside it needs nothing: its entries are
 revalidated against the server by ETag.

@@ -1,0 +1,198 @@
+"""Why one job waits as long as it does: the core's verdict on it at every cycle it waits.
+
+    python -m phalanx.sim.verdicts --trace philly:bench/traces/philly-pollux/philly.csv \\
+        --shape medium --policy phalanx --job philly-29749 [--job ...] [--set FIELD=VALUE ...]
+
+`phalanx.sim.tails` names the jobs that wait longest; `phalanx.sim.starved` says what holds a
+queue below its share. Neither says why one job waits for months while its queue holds its
+share. This replay records, after every core cycle and for each watched job still pending, the
+reason code of the cycle's verdict on it, its message with the numbers and gang names taken
+out (so "needs 8 GPUs; 3 free" and "needs 8 GPUs; 5 free" are one kind of verdict), and where
+its queue stood: below 90% of its deserved share, within it, or borrowing beyond it. Each is
+charged with the time until the next cycle. It prints, per job, that time split by verdict and
+by queue standing, then the verdicts as a timeline: consecutive cycles with the same verdict
+and standing collapsed into one span, with the first message of the span in full. Used for
+`bench/SIM.md` (issue 19, the longest single waits).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from phalanx.core import CycleResult
+from phalanx.sim import engine, replay_cli
+from phalanx.sim.nodes import Cluster
+from phalanx.sim.policies import SimPolicy
+from phalanx.sim.queues import QueueSpec
+from phalanx.sim.traces import TraceJob
+
+GPU = "nvidia.com/gpu"
+HOUR = 3600.0
+_GANG = re.compile(r"sim/\S+?(?=[,;) ]|$)")
+_DURATION = re.compile(r"\b\d+[dhms](?:\d+[dhms])*\b")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def kind_of(message: str) -> str:
+    """A verdict's message with gang names, durations and numbers replaced (`G`, `T`, `#`):
+    the verdicts that differ only in how many GPUs are free, how long until a start or which
+    gang holds them are one kind."""
+    return _NUMBER.sub("#", _DURATION.sub("T", _GANG.sub("G", message)))
+
+
+def standing(allocated: int, deserved: int) -> str:
+    """Where a queue stands against its deserved share (the 90% of the queue-share goal)."""
+    if deserved <= 0:
+        return "queue deserves nothing"
+    if allocated < 0.9 * deserved:
+        return "queue below 90% of its share"
+    if allocated <= deserved:
+        return "queue within its share"
+    return "queue borrowing beyond its share"
+
+
+@dataclass
+class Span:
+    """Consecutive cycles with one verdict on a job: from `start_s` to `end_s`."""
+
+    start_s: float
+    end_s: float
+    reason: str
+    kind: str
+    standing: str
+    message: str
+    """The first cycle's message, in full."""
+
+
+@dataclass
+class Watched:
+    """What the core said about one job while it waited."""
+
+    submit_s: float = 0.0
+    start_s: float | None = None
+    by_verdict_s: dict[str, float] = field(default_factory=dict)
+    by_standing_s: dict[str, float] = field(default_factory=dict)
+    spans: list[Span] = field(default_factory=list)
+
+
+@dataclass
+class Verdicts:
+    """The watched jobs by trace id, and the previous cycle's verdicts, charged at the next."""
+
+    jobs: dict[str, Watched] = field(default_factory=dict)
+    last: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    last_t: float | None = None
+
+
+class _Replay(engine.Replay):
+    verdicts: Verdicts
+    watched_gangs: dict[str, str]
+
+    def _core_cycle(self, t_s: float) -> CycleResult | None:
+        result = super()._core_cycle(t_s)
+        v = self.verdicts
+        if v.last_t is not None and t_s > v.last_t:
+            held = t_s - v.last_t
+            for job_id, (reason, kind, stand, _msg) in v.last.items():
+                w = v.jobs[job_id]
+                key = f"{reason}: {kind}"
+                w.by_verdict_s[key] = w.by_verdict_s.get(key, 0.0) + held
+                w.by_standing_s[stand] = w.by_standing_s.get(stand, 0.0) + held
+                span = w.spans[-1]
+                span.end_s = t_s
+        v.last, v.last_t = {}, t_s
+        if result is None:
+            return result
+        for gid, job_id in self.watched_gangs.items():
+            sim = self.by_gang.get(gid)
+            d = result.gangs.get(gid)
+            if sim is None or d is None:
+                continue
+            w = v.jobs[job_id]
+            if gid in result.bindings:
+                w.start_s = t_s
+                continue
+            q = result.queues.get(sim.gang.queue)
+            stand = (
+                standing(q.allocated.get(GPU, 0), q.deserved.get(GPU, 0))
+                if q is not None
+                else "queue unknown"
+            )
+            reason, kind = d.reason.value, kind_of(d.message)
+            v.last[job_id] = (reason, kind, stand, d.message)
+            last = w.spans[-1] if w.spans else None
+            if last is None or (last.end_s, last.reason, last.kind, last.standing) != (
+                t_s,
+                reason,
+                kind,
+                stand,
+            ):
+                w.spans.append(Span(t_s, t_s, reason, kind, stand, d.message))
+        return result
+
+
+def replay(
+    jobs: Sequence[TraceJob],
+    cluster: Cluster,
+    queues: Sequence[QueueSpec],
+    policy: SimPolicy,
+    watch: Sequence[str],
+    cycle_interval_s: float = 60.0,
+) -> tuple[engine.SimResult, Verdicts]:
+    """`engine.simulate`, recording the core's verdicts on the jobs `watch` names (trace ids).
+    A name not in `jobs` is refused: a typo would otherwise replay for half an hour to say
+    nothing."""
+    ids = {j.id: j for j in jobs}
+    missing = [name for name in watch if name not in ids]
+    if missing:
+        raise ValueError(f"not in the trace: {', '.join(missing)}")
+    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented.verdicts = Verdicts(jobs={name: Watched(ids[name].submit_s) for name in watch})
+    instrumented.watched_gangs = {f"sim/{name}": name for name in watch}
+    return instrumented.run(), instrumented.verdicts
+
+
+def report(name: str, w: Watched, spans: int) -> list[str]:
+    """One job's verdicts in words: the time split, then the `spans` longest spans in time
+    order (all when fewer)."""
+    waited = sum(w.by_standing_s.values())
+    start = "never started" if w.start_s is None else f"started at {w.start_s / HOUR:.1f} h"
+    out = [
+        f"{name}: submitted at {w.submit_s / HOUR:.1f} h, {start}; "
+        f"{waited / HOUR:.1f} h of verdicts"
+    ]
+    for label, split in (("verdict", w.by_verdict_s), ("queue", w.by_standing_s)):
+        for what, t in sorted(split.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append(f"  {label}: {t / max(waited, 1e-9):6.1%} {t / HOUR:8.1f} h  {what}")
+    chosen = sorted(w.spans, key=lambda s: -(s.end_s - s.start_s))[:spans]
+    out.append(f"  {len(w.spans)} spans; the {len(chosen)} longest in time order:")
+    for s in sorted(chosen, key=lambda s: s.start_s):
+        out.append(
+            f"  {s.start_s / HOUR:9.1f}-{s.end_s / HOUR:9.1f} h  {s.reason} ({s.standing}): "
+            f"{s.message}"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = replay_cli.parser(__doc__)
+    parser.add_argument("--job", action="append", required=True, help="a trace job id to watch")
+    parser.add_argument("--spans", type=int, default=30, help="longest spans to print per job")
+    args = parser.parse_args(argv)
+    settings = replay_cli.settings_of(args)
+    try:
+        _, verdicts = replay(
+            *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings),
+            watch=args.job,
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    for name, w in verdicts.jobs.items():
+        print("\n".join(report(name, w, args.spans)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""`phalanx.sim.verdicts` on a hand-worked trace: the core's verdicts on one job while it
+waits, and for how long each held."""
+
+from __future__ import annotations
+
+import pytest
+from sim_builders import cluster, job, starving_at_limit
+
+from phalanx.sim.queues import QueueSpec
+from phalanx.sim.traces import TraceJob
+from phalanx.sim.verdicts import kind_of, replay, report, standing
+
+
+def _trace() -> list[TraceJob]:
+    """The trace of `test_sim_starved`: qb's b0 and b1 on both nodes (until 1,950 and 3,000),
+    its starving b2 (16 GPUs) and qa's a1 (8 GPUs, 100 s) arriving at 1,900."""
+    return [
+        job("b0", 0, 8, 1950, "qb"),
+        job("b1", 0, 8, 3000, "qb"),
+        job("b2", 0, 16, 100, "qb"),
+        job("a1", 1900, 8, 100, "qa"),
+    ]
+
+
+def _queues() -> list[QueueSpec]:
+    return [QueueSpec(name="qa"), QueueSpec(name="qb", reclaimable=False)]
+
+
+def test_a_jobs_verdicts_and_how_long_each_held() -> None:
+    """a1 waits from 1,900 until 3,000, its queue qa holding 0 of its deserved 8 throughout:
+
+    - 1,900–1,950: no GPU free (b0 ends at 1,950): `InsufficientCapacity`;
+    - 1,950–3,000: n01 is free, but b2's reservation holds both nodes from 3,600 (b1's 1 h
+      limit) and a1 would run until 3,750: `WaitingForReservation`;
+    - 3,000: b1 ends and a1 starts.
+
+    Two spans, 50 s and 1,050 s, all of it with qa below 90% of its share."""
+    _, verdicts = replay(
+        _trace(), cluster(2), _queues(), starving_at_limit(), ["a1"], cycle_interval_s=0
+    )
+    a1 = verdicts.jobs["a1"]
+    assert a1.submit_s == 1900.0 and a1.start_s == 3000.0
+    assert [(s.start_s, s.end_s, s.reason) for s in a1.spans] == [
+        (1900.0, 1950.0, "InsufficientCapacity"),
+        (1950.0, 3000.0, "WaitingForReservation"),
+    ]
+    assert a1.by_standing_s == {"queue below 90% of its share": 1100.0}
+    assert sorted((k.split(":")[0], t) for k, t in a1.by_verdict_s.items()) == [
+        ("InsufficientCapacity", 50.0),
+        ("WaitingForReservation", 1050.0),
+    ]
+    assert "reserved for sim/b2" in a1.spans[1].message
+    assert "reserved for G" in a1.spans[1].kind
+    lines = report("a1", a1, spans=1)
+    assert lines[0] == "a1: submitted at 0.5 h, started at 0.8 h; 0.3 h of verdicts"
+    assert "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
+
+
+def test_a_job_not_in_the_trace_is_refused_before_the_replay() -> None:
+    with pytest.raises(ValueError, match="not in the trace: a2"):
+        replay(_trace(), cluster(2), _queues(), starving_at_limit(), ["a1", "a2"])
+
+
+def test_verdicts_that_differ_only_in_numbers_are_one_kind() -> None:
+    one = "needs 8 GPUs; 3 free; expected start in 58m20s, reserved for sim/x-1, sim/y"
+    two = "needs 16 GPUs; 0 free; expected start in 2d3h, reserved for sim/z"
+    assert kind_of(one) == "needs # GPUs; # free; expected start in T, reserved for G, G"
+    assert kind_of(two) == "needs # GPUs; # free; expected start in T, reserved for G"
+
+
+def test_a_queues_standing_against_its_share() -> None:
+    assert standing(8, 10) == "queue below 90% of its share"
+    assert standing(9, 10) == "queue within its share"
+    assert standing(11, 10) == "queue borrowing beyond its share"
+    assert standing(0, 0) == "queue deserves nothing"

@@ -148,6 +148,9 @@ class SimResult:
     wall_s: float
     member_failures: int = 0
     """Members that failed (`--member-failure-rate`), each evicting its gang (MemberFailed)."""
+    lost_runs: tuple[tuple[float, float, int], ...] = ()
+    """Each run thrown away by an eviction: (start, evicted at, GPUs). Utilisation counts these
+    GPUs as busy (they were held); `report` also gives it without them."""
 
 
 def core_queues(specs: Sequence[QueueSpec]) -> list[Queue]:
@@ -272,6 +275,7 @@ class Replay:
         self.cycle_seconds: array[float] = array("d")
         self.evictions: dict[str, int] = {}
         self.lost_gpu_s = 0.0
+        self.lost_runs: list[tuple[float, float, int]] = []
         self.restarts = 0
         self.timeouts = 0
         self.arrived = 0
@@ -465,6 +469,7 @@ class Replay:
         self._charge(sim, sim.running.members, -1)
         del self.running[sim.gang.id]
         self.lost_gpu_s += sim.gpus * (t_s - sim.start_s)
+        self.lost_runs.append((sim.start_s, t_s, sim.gpus))
         sim.running = None
         sim.start_s = None
         sim.epoch += 1
@@ -642,6 +647,7 @@ class Replay:
             restarts=self.restarts,
             rendezvous_timeouts=self.timeouts,
             member_failures=self.member_failures,
+            lost_runs=tuple(self.lost_runs),
             wall_s=time.perf_counter() - began,
         )
 

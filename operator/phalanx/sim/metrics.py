@@ -281,6 +281,17 @@ def allocation_from_jobs(jobs: Iterable[CompletedJob]) -> list[Sample]:
     return series
 
 
+def gpu_seconds_within(
+    runs: Iterable[tuple[float, float, int]], start_s: float, end_s: float
+) -> float:
+    """GPU-seconds of (start, end, GPUs) runs that fall within [start_s, end_s): a run thrown
+    away by an eviction counts as busy in the allocation series, and this is how much of the
+    window's busy time such runs were."""
+    return math.fsum(
+        gpus * max(0.0, min(end, end_s) - max(start, start_s)) for start, end, gpus in runs
+    )
+
+
 def gpu_utilization(
     allocated: Iterable[Sample], total_gpus: int, start_s: float, end_s: float
 ) -> float | None:

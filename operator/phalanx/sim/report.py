@@ -7,7 +7,11 @@ code. Choices a reader of the numbers needs to know:
   over the same stretch of time, while the trace is live. `gpu_utilization_makespan` is over
   first submit to last end, which mostly measures how long the backlog took to drain.
   Only GPUs of running gangs count; GPUs held by partly placed jobs (`pod`) are idle and are
-  reported as `deadlocked_gpu_hours` instead.
+  reported as `deadlocked_gpu_hours` instead. A run later thrown away by an eviction counts
+  as busy (its GPUs were held); `gpu_utilization_kept` is the same window without those runs,
+  the GPUs doing work that was kept. On a trace whose arrival window holds all its work
+  (Philly) every policy that evicts nothing has the same utilisation, so what lifts one that
+  evicts above it is run thrown away: the two figures side by side say which.
 - `jain_fairness` and `queue_share` use the reference deserved share (the same yardstick for
   every policy, see `engine`); `jain_fairness_own` and `queue_share_own` use the policy's own
   deserved share, for the policies that have queues (`volcano`, `phalanx`).
@@ -129,8 +133,14 @@ def summarize(result: SimResult, **context: Any) -> dict[str, Any]:
         }
     )
     out.update(head)
+    util = head["gpu_utilization"]
     out.update(
         {
+            "gpu_utilization_kept": None
+            if not isinstance(util, float)
+            else util
+            - metrics.gpu_seconds_within(result.lost_runs, *window)
+            / (total * (window[1] - window[0])),
             "gpu_utilization_makespan": metrics.gpu_utilization(
                 result.allocated.samples(), total, *span
             )
@@ -193,6 +203,7 @@ def table_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("policy", str(summary["policy"])),
         ("jobs completed", f"{summary['job_count']} ({summary['unfinished']} unfinished)"),
         ("GPU utilisation (arrival window)", _num(summary["gpu_utilization"], "{:.1%}")),
+        ("  without runs thrown away", _num(summary.get("gpu_utilization_kept"), "{:.1%}")),
         ("wait mean", _hours(summary["wait_mean_s"])),
         ("wait p95", _hours(summary["wait_p95_s"])),
         ("wait max", _hours(summary["wait_max_s"])),

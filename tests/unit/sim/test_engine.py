@@ -8,8 +8,10 @@ import pytest
 from sim_builders import cluster, job
 
 from phalanx.sim.engine import simulate
+from phalanx.sim.metrics import gpu_seconds_within
 from phalanx.sim.policies import PHALANX_BACKFILL_DEPTH, POLICIES, SimPolicy, get_policy
 from phalanx.sim.queues import QueueSpec, single_queue
+from phalanx.sim.report import summarize
 
 GPU = "nvidia.com/gpu"
 
@@ -119,6 +121,24 @@ def test_reclaim_evicts_a_borrower_and_its_run_restarts(policy: str) -> None:
     assert len(restarted) == 1 and len(kept) == 1
     assert result.evictions == {"Reclaimed": 1}
     assert result.lost_gpu_hours == pytest.approx(8 * 100 / 3600)
+
+
+def test_utilisation_without_the_run_an_eviction_threw_away() -> None:
+    """The reclaim case's arrival window is 0..100 (the last submit, a1's): both nodes busy
+    throughout, 100%; but one of them ran the gang evicted at 100, whose 8 GPUs x 100 s are
+    run again later, so the work kept in the window is half of it."""
+    jobs, queues = _reclaim_case()
+    result = simulate(jobs, cluster(2), queues, get_policy("phalanx"))
+    assert result.lost_runs == ((0.0, 100.0, 8),)
+    summary = summarize(result)
+    assert summary["gpu_utilization"] == pytest.approx(1.0)
+    assert summary["gpu_utilization_kept"] == pytest.approx(0.5)
+
+
+def test_gpu_seconds_of_runs_within_a_window() -> None:
+    """Each run counts only where it overlaps the window 100..300: 8 x 50 + 2 x 180 + 0."""
+    runs = [(0.0, 150.0, 8), (120.0, 300.0, 2), (400.0, 500.0, 4)]
+    assert gpu_seconds_within(runs, 100.0, 300.0) == 8 * 50 + 2 * 180
 
 
 def test_without_reclaim_the_owner_waits_for_the_borrower() -> None:

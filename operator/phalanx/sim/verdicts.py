@@ -75,6 +75,11 @@ class Watched:
     by_verdict_s: dict[str, float] = field(default_factory=dict)
     by_standing_s: dict[str, float] = field(default_factory=dict)
     spans: list[Span] = field(default_factory=list)
+    by_reason_s: dict[str, float] = field(default_factory=dict)
+    evicted: list[tuple[float, float, str]] = field(default_factory=list)
+    """Each run of it an eviction ended: (started, evicted at, the eviction's reason). The
+    wait of a job that restarts counts from its submission to its last start, so a run thrown
+    away is waiting time in which the core gave no verdict on it."""
 
 
 @dataclass
@@ -99,6 +104,7 @@ class _Replay(engine.Replay):
                 w = v.jobs[job_id]
                 key = f"{reason}: {kind}"
                 w.by_verdict_s[key] = w.by_verdict_s.get(key, 0.0) + held
+                w.by_reason_s[reason] = w.by_reason_s.get(reason, 0.0) + held
                 w.by_standing_s[stand] = w.by_standing_s.get(stand, 0.0) + held
                 span = w.spans[-1]
                 span.end_s = t_s
@@ -132,6 +138,12 @@ class _Replay(engine.Replay):
                 w.spans.append(Span(t_s, t_s, reason, kind, stand, d.message))
         return result
 
+    def _evict(self, sim: engine.SimJob, reason: str, t_s: float) -> None:
+        job_id = self.watched_gangs.get(sim.gang.id)
+        if job_id is not None and sim.start_s is not None:
+            self.verdicts.jobs[job_id].evicted.append((sim.start_s, t_s, reason))
+        super()._evict(sim, reason, t_s)
+
 
 def replay(
     jobs: Sequence[TraceJob],
@@ -154,17 +166,28 @@ def replay(
     return instrumented.run(), instrumented.verdicts
 
 
-def report(name: str, w: Watched, spans: int) -> list[str]:
-    """One job's verdicts in words: the time split, then the `spans` longest spans in time
-    order (all when fewer)."""
+def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
+    """One job's verdicts in words: its runs thrown away, the time split by reason, by the
+    `kinds` commonest kinds of verdict and by its queue's standing, then the `spans` longest
+    spans in time order (all when fewer)."""
     waited = sum(w.by_standing_s.values())
     start = "never started" if w.start_s is None else f"started at {w.start_s / HOUR:.1f} h"
+    lost = sum(end - begun for begun, end, _ in w.evicted)
     out = [
         f"{name}: submitted at {w.submit_s / HOUR:.1f} h, {start}; "
-        f"{waited / HOUR:.1f} h of verdicts"
+        f"{waited / HOUR:.1f} h of verdicts, {len(w.evicted)} runs evicted "
+        f"({lost / HOUR:.1f} h of run thrown away)"
     ]
-    for label, split in (("verdict", w.by_verdict_s), ("queue", w.by_standing_s)):
-        for what, t in sorted(split.items(), key=lambda kv: (-kv[1], kv[0])):
+    for begun, end, why in w.evicted:
+        out.append(f"  ran {begun / HOUR:9.1f}-{end / HOUR:9.1f} h, then {why}")
+    splits = (
+        ("reason", w.by_reason_s, None),
+        ("verdict", w.by_verdict_s, kinds),
+        ("queue", w.by_standing_s, None),
+    )
+    for label, split, top in splits:
+        ranked = sorted(split.items(), key=lambda kv: (-kv[1], kv[0]))
+        for what, t in ranked[:top]:
             out.append(f"  {label}: {t / max(waited, 1e-9):6.1%} {t / HOUR:8.1f} h  {what}")
     chosen = sorted(w.spans, key=lambda s: -(s.end_s - s.start_s))[:spans]
     out.append(f"  {len(w.spans)} spans; the {len(chosen)} longest in time order:")
@@ -180,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = replay_cli.parser(__doc__)
     parser.add_argument("--job", action="append", required=True, help="a trace job id to watch")
     parser.add_argument("--spans", type=int, default=30, help="longest spans to print per job")
+    parser.add_argument("--kinds", type=int, default=12, help="commonest verdicts to print")
     args = parser.parse_args(argv)
     settings = replay_cli.settings_of(args)
     try:
@@ -190,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     for name, w in verdicts.jobs.items():
-        print("\n".join(report(name, w, args.spans)))
+        print("\n".join(report(name, w, args.spans, args.kinds)))
     return 0
 
 

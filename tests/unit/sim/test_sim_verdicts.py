@@ -52,8 +52,13 @@ def test_a_jobs_verdicts_and_how_long_each_held() -> None:
     assert "reserved for sim/b2" in a1.spans[1].message
     assert "reserved for G" in a1.spans[1].kind
     lines = report("a1", a1, spans=1)
-    assert lines[0] == "a1: submitted at 0.5 h, started at 0.8 h; 0.3 h of verdicts"
-    assert "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
+    assert lines[0] == (
+        "a1: submitted at 0.5 h, started at 0.8 h; 0.3 h of verdicts, "
+        "0 runs evicted (0.0 h of run thrown away)"
+    )
+    assert (
+        "reason:" in lines[1] and "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
+    )
 
 
 def test_a_job_not_in_the_trace_is_refused_before_the_replay() -> None:
@@ -73,3 +78,24 @@ def test_a_queues_standing_against_its_share() -> None:
     assert standing(9, 10) == "queue within its share"
     assert standing(11, 10) == "queue borrowing beyond its share"
     assert standing(0, 0) == "queue deserves nothing"
+
+
+def test_a_run_thrown_away_is_recorded_with_its_eviction() -> None:
+    """Two nodes, qa and qb guaranteed one each. qb's b1 and b2 (8 GPUs, 1,000 s) start at 0,
+    b2 on qa's idle node; qa's a1 arrives at 100 and reclaims it: one of them is evicted at
+    100 after 100 s of run, waits while a1 runs (100–150) and starts again at 150. Its wait
+    (0 to its last start) is 150 s, of which the first 100 s were a run thrown away, with no
+    verdict; the verdicts cover 100–150 only."""
+    queues = [
+        QueueSpec(name="qa", guarantee={"nvidia.com/gpu": 8}),
+        QueueSpec(name="qb", guarantee={"nvidia.com/gpu": 8}),
+    ]
+    jobs = [job("b1", 0, 8, 1000, "qb"), job("b2", 0, 8, 1000, "qb"), job("a1", 100, 8, 50, "qa")]
+    _, verdicts = replay(
+        jobs, cluster(2), queues, starving_at_limit(), ["b1", "b2"], cycle_interval_s=0
+    )
+    (victim,) = [w for w in verdicts.jobs.values() if w.evicted]
+    assert victim.evicted == [(0.0, 100.0, "Reclaimed")]
+    assert victim.start_s == 150.0
+    assert sum(victim.by_reason_s.values()) == 50.0
+    assert "1 runs evicted (0.0 h of run thrown away)" in report("b", victim, spans=1)[0]

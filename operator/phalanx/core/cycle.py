@@ -392,9 +392,11 @@ class Walk:
             ckey: tuple[object, ...] = ("reclaim", lenders, len(self.c.evictions))
             cands = self._candidates.get(ckey)
             if cands is None:
-                cands = self._candidates[ckey] = reclaim.candidates_from(
-                    self._reclaim_order, w, prep.queues
-                )
+                cands = self._candidates[ckey] = [
+                    r
+                    for r in reclaim.candidates_from(self._reclaim_order, w, prep.queues)
+                    if not self._spared_by_reclaim(r)
+                ]
             if cands:
                 guard = keeps_victim_share(prep.queues)
                 got = choose_victims(
@@ -1032,9 +1034,22 @@ class Walk:
         if not self._honoured(_waiter(w)):
             return False
         # Only within its queue's share: a gang started beyond it borrows, another queue may
-        # reclaim it at once, and it would start first again the next cycle (a livelock).
+        # reclaim it at once, and it would start first again the next cycle (a livelock) —
+        # unless reclaim spares it (`_spared_by_reclaim`).
         q = w.queue
-        return not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved
+        if not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved:
+            return True
+        return p.honour_after_beyond_share and self._long_starved(_waiter(w))
+
+    def _spared_by_reclaim(self, r: RunState) -> bool:
+        """Whether reclaim leaves running `r` alone (`Policy.honour_after_beyond_share`): evicted
+        now, it would be past `honour_after` and start first again, beyond its queue's share."""
+        g = r.gang
+        if not self.policy.honour_after_beyond_share or g.creation_time is None:
+            return False
+        limit = math.inf if g.time_limit is None else g.time_limit
+        waiter = _Waiter(len(g.members), limit, g.creation_time, g.queue)
+        return self._honoured(waiter) and self._long_starved(waiter)
 
     def _would_start_first(self, r: RunState) -> bool:
         """Whether running `r`, evicted now, would wait as a starving gang that starts before

@@ -456,6 +456,13 @@ class Policy:
     without its ceiling `peer_max_s`: under overload, where its peers' slowdown is high, a gang
     treated no worse than they are is not honoured ahead of them (measured in issue 19's
     eighteenth round)."""
+    honour_after_beyond_share: bool = False
+    """A gang past `honour_after` is honoured even beyond its queue's deserved share
+    (`honour_within_share` aside for it), and reclaim never takes a running gang that would be
+    honoured so again if evicted: what else holds a gang of a busy queue back for months
+    (issue 19, nineteenth round) is that its queue borrows whenever its reservation falls due.
+    The guard is what `honour_within_share` was for: without it, reclaim would evict the gang
+    and it would start first again the next cycle. Off: measuring."""
     start_starving_min_members: int = 0
     """The same for starving gangs of at least this many members (0: off; for measuring)."""
     honour_after: float = 0.0

@@ -771,3 +771,54 @@ def test_aged_first_puts_gangs_of_full_age_before_every_other() -> None:
     assert cycle(NOW - 604_800, order) == {"ns/short"}
     assert cycle(NOW - 604_800, aged) == {"ns/long"}
     assert cycle(NOW - 604_799, aged) == {"ns/short"}
+
+
+def _long_starved_beyond_share(whole_running: bool) -> Snapshot:
+    """Two nodes; queues `a` and `b` of equal weight, each deserving 8 of the 16 GPUs. `ra`
+    (queue `a`, 8 GPUs) runs on n00 until NOW + 50,000. `whole` (queue `a`, one 8-GPU pod,
+    limit 100,000 s) was created at NOW - 4,000; `small` (queue `b`, 8 GPUs, limit 60 s) a
+    second later. With `whole_running`, `whole` runs on n01 since NOW - 10 instead."""
+    run = [running("ra").queue("a").on(N0).started(NOW - 100).time_limit(50_100)]
+    whole = gang("whole").queue("a").pods(1, gpu=8).created(NOW - 4000).time_limit(100_000)
+    pending = [gang("small").queue("b").pods(1).created(NOW - 3999).time_limit(60)]
+    if whole_running:
+        run.append(
+            running("whole").queue("a").on(N1).created(NOW - 4000).started(NOW - 10)
+            .time_limit(100_000)
+        )  # fmt: skip
+    else:
+        pending.insert(0, whole)
+    queues = [queue("a").weight(1), queue("b").weight(1)]
+    return snapshot(fabric(1, 1, 2), queues, run, pending)
+
+
+def test_a_long_starved_gang_is_honoured_beyond_its_queues_share_with_the_knob() -> None:
+    """`_long_starved_beyond_share`, bound min(1 × limit, 2,000 s) = 2,000 s, `honour_after=2`:
+    `whole` has waited 4,000 s, past the second rung, and fits n01 now, but `a` already holds
+    its 8: beyond its share it is not honoured, and the walk serves `b` (0 of its 8) first:
+    `small` takes n01. With `honour_after_beyond_share` it starts on n01 before the walk and
+    `small` waits."""
+    ladder = Policy(
+        reserve_after_limits=1.0, reserve_after_s=2000.0, work_weight=1.0, honour_after=2.0
+    )
+    snap = _long_starved_beyond_share(whole_running=False)
+    before = schedule(snap, ladder, NOW)
+    assert set(before.bindings) == {"ns/small"}
+    after = schedule(snap, replace(ladder, honour_after_beyond_share=True), NOW)
+    assert dict(after.bindings) == {"ns/whole": {"whole-000": N1}}
+    assert after.gangs["ns/small"].reason != Reason.SCHEDULED
+
+
+def test_reclaim_spares_a_gang_that_would_be_honoured_again_beyond_its_share() -> None:
+    """The next cycle: `whole` runs on n01, so `a` holds 16 of its 8 and `b`'s `small` (0 of
+    its 8) reclaims one of `a`'s gangs. Reclaim takes the one that has run least, `whole` (10
+    s against `ra`'s 100 s): evicted, it would start first again the cycle after (a livelock).
+    With `honour_after_beyond_share` reclaim spares it and takes `ra`."""
+    ladder = Policy(
+        reserve_after_limits=1.0, reserve_after_s=2000.0, work_weight=1.0, honour_after=2.0
+    )
+    snap = _long_starved_beyond_share(whole_running=True)
+    before = schedule(snap, ladder, NOW)
+    assert [e.gang for e in before.evictions] == ["ns/whole"]
+    after = schedule(snap, replace(ladder, honour_after_beyond_share=True), NOW)
+    assert [e.gang for e in after.evictions] == ["ns/ra"]

@@ -383,7 +383,11 @@ class Walk:
         if self.policy.reclaim and can_reclaim(w) and not self._hopeless("reclaim", w):
             if self._reclaim_order is None:
                 self._reclaim_order = reclaim.reclaim_order(
-                    prep.running, prep.queues, now, self.policy.reclaim_by_gpu_time
+                    prep.running,
+                    prep.queues,
+                    now,
+                    self.policy.reclaim_by_gpu_time,
+                    self.policy.reclaim_newest_first,
                 )
             lenders = tuple(
                 name for name, q in prep.queues.items() if q.over_share and name != w.queue.name

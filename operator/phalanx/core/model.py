@@ -393,6 +393,13 @@ class Policy:
     Measured in issue 19's eighteenth round, not shipped: on Philly it threw away more run, not
     less (85,034 GPU-h against 76,373, 7,245 evictions against 6,830) and cost the mean wait
     (6.18 → 6.67 h)."""
+    reclaim_newest_first: bool = False
+    """Reclaim's victims of equal protection and priority are the gangs created last, newest
+    first (Volcano's job order, reversed), instead of the least run so far. By run, a gang
+    evicted once restarts with the least run of its queue and is the first victim of the next
+    reclaim, again and again: on Philly a 1-GPU job of 271 h was reclaimed 105 times and
+    waited 1,982 h, 1,573 h of it in runs thrown away (issue 19, nineteenth round). By
+    creation, a gang's standing as a victim only improves while it waits. Off: measuring."""
     preempt_starving: float = 0.0
     """Selective preemption (Kettimuthu et al., "Selective preemption strategies for parallel
     job scheduling", ICPP 2002) with this suspension factor SF (0: off; measured in issue 19's

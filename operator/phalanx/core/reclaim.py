@@ -52,13 +52,22 @@ def reclaim_candidates(
 
 
 def _victim_key(
-    queues: dict[str, QueueState], now: float, by_gpu_time: bool = False
+    queues: dict[str, QueueState],
+    now: float,
+    by_gpu_time: bool = False,
+    newest_first: bool = False,
 ) -> Callable[[RunState], tuple[bool, int, int, float, str]]:
     """Reclaim's eviction preference: unprotected first, then lower queue priority, lower gang
-    priority, least run lost (time run, or GPUs × time run with `by_gpu_time`), then id."""
+    priority, least run lost (time run, or GPUs × time run with `by_gpu_time`), then id. With
+    `newest_first` (`Policy.reclaim_newest_first`) the least time since the gang was created
+    instead of the least run: a gang evicted before restarts with the least run of all and, by
+    run, would be the first victim again and again."""
 
     def key(r: RunState) -> tuple[bool, int, int, float, str]:
-        lost = max(0.0, now - r.gang.start_time) * (r.fair if by_gpu_time else 1)
+        if newest_first and r.gang.creation_time is not None:
+            lost = max(0.0, now - r.gang.creation_time)
+        else:
+            lost = max(0.0, now - r.gang.start_time) * (r.fair if by_gpu_time else 1)
         return (
             r.gang.protected,
             queues[r.gang.queue].queue.priority,
@@ -97,11 +106,16 @@ def keeps_victim_share(
 
 
 def reclaim_order(
-    running: list[RunState], queues: dict[str, QueueState], now: float, by_gpu_time: bool = False
+    running: list[RunState],
+    queues: dict[str, QueueState],
+    now: float,
+    by_gpu_time: bool = False,
+    newest_first: bool = False,
 ) -> list[RunState]:
     """The running gangs reclaim may ever pick, in eviction-preference order (fixed for the
     cycle); `candidates_from` applies what changes during the walk. `by_gpu_time`
-    (`Policy.reclaim_by_gpu_time`): the run lost is weighed by the gang's fair-share amount."""
+    (`Policy.reclaim_by_gpu_time`): the run lost is weighed by the gang's fair-share amount;
+    `newest_first` (`Policy.reclaim_newest_first`): the newest gangs go first."""
     out = [
         r
         for r in running
@@ -109,7 +123,7 @@ def reclaim_order(
         and (q := queues.get(r.gang.queue)) is not None
         and q.queue.reclaimable
     ]
-    out.sort(key=_victim_key(queues, now, by_gpu_time))
+    out.sort(key=_victim_key(queues, now, by_gpu_time, newest_first))
     return out
 
 

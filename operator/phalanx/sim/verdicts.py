@@ -17,15 +17,18 @@ and standing collapsed into one span, with the first message of the span in full
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from phalanx.core import CycleResult
 from phalanx.sim import engine, replay_cli
 from phalanx.sim.nodes import Cluster
 from phalanx.sim.policies import SimPolicy
 from phalanx.sim.queues import QueueSpec
+from phalanx.sim.report import summarize
 from phalanx.sim.traces import TraceJob
 
 GPU = "nvidia.com/gpu"
@@ -204,15 +207,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", action="append", required=True, help="a trace job id to watch")
     parser.add_argument("--spans", type=int, default=30, help="longest spans to print per job")
     parser.add_argument("--kinds", type=int, default=12, help="commonest verdicts to print")
+    parser.add_argument(
+        "--json", default=None, metavar="PATH", help="also write the replay's summary here"
+    )
     args = parser.parse_args(argv)
     settings = replay_cli.settings_of(args)
     try:
-        _, verdicts = replay(
+        result, verdicts = replay(
             *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings),
             watch=args.job,
         )
     except ValueError as e:
         parser.error(str(e))
+    if args.json:
+        summary = summarize(result, trace=args.trace, shape=args.shape, settings=settings)
+        Path(args.json).write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     for name, w in verdicts.jobs.items():
         print("\n".join(report(name, w, args.spans, args.kinds)))
     return 0

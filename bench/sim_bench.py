@@ -1363,6 +1363,71 @@ beyond its queue's share (a rule about fairness across queues, for the issue's o
 capping how far ahead the reservations that block a long request may reach. None ships: each
 knob above costs the mean more than it buys.
 
+**Nineteenth round (2026-12-03, 21:32–23:10 UTC): why the two longest waits on Philly are
+long; two knobs against them, measured, not shipped.** `python -m phalanx.sim.verdicts
+--trace philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --job
+philly-29749 --job philly-590` (new; hand-worked unit tests in
+`tests/unit/sim/test_sim_verdicts.py`; compiled core, 25–30 min) records the core's verdict on
+each watched job at every cycle it waits (reason, message with the numbers taken out, and its
+queue's standing against its deserved share), and each run of it an eviction threw away:
+
+- **`philly-29749`** (VC `103959`, 1 GPU, 14-day limit, runs 271 h): the longest wait on
+  Philly, 1,981.8 h, is **not waiting**. It started the cycle it was submitted (hour 414.5)
+  and was **reclaimed 105 times**; 1,572.5 h of its wait are runs thrown away (15 of them
+  longer than a day, the longest 205 h), and the core had a verdict on it for 409.3 h only
+  (88% `WaitingForReservation`, 12% `InsufficientCapacity`). Its VC borrowed beyond its share
+  for 53% of that time. The wait of a job that restarts counts from its submission to its
+  last start, so the metric is right: its user waits 82 days for a 271-h run. What throws it
+  away is reclaim's victim order, least time run first: a gang evicted once restarts with the
+  least run of its VC and is the first victim of the next reclaim there.
+- **`philly-590`** (VC `2869ce`, one 8-GPU pod, 7-day limit, runs 85 h): pending throughout,
+  1,710.6 h (`volcano`: 85.9 h), never evicted. 52% `InsufficientCapacity`, 48%
+  `WaitingForReservation`, most often behind reservations of its own VC's 32-GPU gangs
+  (`philly-31450`, `-7029`, `-6263`, …: 1–2-day limits, larger than the VC's deserved share of
+  23–37 GPUs), which hold whole nodes for weeks and start only when the VC's share allows. Its
+  own reservation is of one pod, so when due it "yields to gangs ahead of it in the order";
+  its VC borrowed beyond its share 43% of the time, within it 35%, below 90% of it 22%.
+
+Two knobs of the core (off; hand-worked unit tests, each red without its half), each one
+replay of Philly at phase 0 against the recorded default (mean 6.18 h, p95 16.73 h, largest
+40.0 h, worst queue 28.6%, utilisation 77.53%, 6,830 evictions, 76,373 GPU-h thrown away;
+worst 1 GPU 1,981.8 h, 2–8 1,758.2 h, 9–32 1,807.2 h). Utilisation is now also given without
+the runs thrown away inside the window (`gpu_utilization_kept`, new in `phalanx simulate`):
+
+| setting | util. / kept | mean h | p95 h | 33+ h | worst queue | evictions / GPU-h lost |
+|---|---|---|---|---|---|---|
+| beyond share | 82.08 / 66.65% | 17.79 | 63.18 | 343.4 | 99.7% (`925e2b`) | 10,430 / 206,933 |
+| newest first | 78.15 / 71.44% | 6.88 | 19.75 | 60.0 | 27.8% (`ee9e8c`) | 7,213 / 89,771 |
+
+The worst wait of the 1-GPU, 2–8 and 9–32 classes: beyond share 1,083 / 2,056 / 876 h,
+newest first 2,013 / 1,834 / 1,695 h. "Beyond share" is `honour_after=7`,
+`honour_after_peers`, `honour_after_beyond_share`; "newest first" is `reclaim_newest_first`.
+
+- **`honour_after_beyond_share`**: the eighteenth round's second rung (`honour_after=7` with
+  the peers' bound) also honours a gang beyond its queue's share, and reclaim spares a running
+  gang that would be honoured so again (the livelock `honour_within_share` prevents). The
+  gangs it protects hold what other queues are owed, so reclaim evicts everything else
+  instead: 207 thousand GPU-h thrown away, a VC below 90% of its share for all its demand
+  time, mean ×2.9. The 82.08% counts the runs thrown away as busy; 66.65% of the GPUs did
+  work that was kept. ITP (one queue) is unchanged by construction, not replayed: a lone queue
+  is never beyond its share.
+- **`reclaim_newest_first`**: victims of equal protection and priority by least time since
+  creation instead of least run. `philly-29749` is still reclaimed 60 times (1,600 h thrown
+  away; 2,012.9 h wait). Why it is still chosen was not traced; a guess to check first:
+  reclaim takes only gangs that free room where the owed gang fits, and on those nodes it is
+  the lender's only gang. Every other figure is worse (13,400 GPU-h more thrown away, mean
+  +0.70 h). ITP never reclaims (one queue), so it is unchanged there by construction.
+
+So the longest single waits on Philly are reclaim's doing for the 1-GPU job and its VC's
+oversized gangs' reservations for the 8-GPU one, not the order inside the VC (the
+eighteenth round). What the first suggests next (not measured): do not lend idle capacity to
+a gang whose time limit is longer than the lenders can be expected to leave it idle — a
+borrower with a 14-day limit is thrown away long before it ends, which costs it and the
+cluster — or let a gang that has lost more run than it needs finish (Slurm's preemption has
+`GraceTime`, and jobs it requeues keep their priority). For the second: a reservation that
+cannot start within its queue's share when due should not hold whole nodes against its
+own queue's smaller gangs.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

@@ -627,6 +627,23 @@ class Walk:
             if name != me and not q.invalid
         )
 
+    def _borrows_too_long(self, w: GangWork) -> str:
+        """Why `w` may not start beyond its queue's deserved share ('' when it may):
+        `Policy.borrow_max_limit` — its time limit is longer than idle capacity is lent for,
+        while another queue has demand that may reclaim it."""
+        cap = self.policy.borrow_max_limit
+        q = w.queue
+        if cap <= 0 or w.duration <= cap or q.alloc_fair + w.fair <= q.deserved:
+            return ""
+        if not self._others_want(q.name):
+            return ""
+        limit = format_duration(w.duration) if math.isfinite(w.duration) else "none"
+        return (
+            f"queue {q.name} would hold {q.alloc_fair + w.fair} of its deserved {q.deserved}: "
+            f"beyond its share only gangs with time limits up to {format_duration(cap)} start "
+            f"(its limit {limit}), as reclaim would throw a longer run away"
+        )
+
     def _others_want(self, me: str) -> bool:
         """Whether a queue other than `me` has demand (a share to compete with)."""
         return any(q.demand > 0 for name, q in self.prep.queues.items() if name != me)
@@ -695,7 +712,7 @@ class Walk:
                 eta=not_before,
             )
             return True
-        over = _over_limit(w, self.prep.index.pos)
+        over = _over_limit(w, self.prep.index.pos) or self._borrows_too_long(w)
         if over:
             c.reasons[gid] = self.decision(w, Reason.QUEUE_OVER_LIMIT, over)
             return True

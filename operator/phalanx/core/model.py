@@ -393,6 +393,12 @@ class Policy:
     Measured in issue 19's eighteenth round, not shipped: on Philly it threw away more run, not
     less (85,034 GPU-h against 76,373, 7,245 evictions against 6,830) and cost the mean wait
     (6.18 → 6.67 h)."""
+    borrow_max_limit: float = 0.0
+    """Seconds: a gang whose time limit (none: infinite) is longer than this does not start
+    beyond its queue's deserved share while another queue has demand (`QueueOverLimit`, with
+    why): lent capacity is reclaimed as soon as its owner asks, and on Philly a 271-h job
+    started beyond its VC's share was reclaimed 105 times (issue 19, nineteenth round). 0:
+    off, any gang may borrow idle capacity. Measuring."""
     reclaim_newest_first: bool = False
     """Reclaim's victims of equal protection and priority are the gangs created last, newest
     first (Volcano's job order, reversed), instead of the least run so far. By run, a gang

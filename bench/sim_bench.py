@@ -1363,8 +1363,8 @@ beyond its queue's share (a rule about fairness across queues, for the issue's o
 capping how far ahead the reservations that block a long request may reach. None ships: each
 knob above costs the mean more than it buys.
 
-**Nineteenth round (2026-12-03, 21:32–23:10 UTC): why the two longest waits on Philly are
-long; two knobs against them, measured, not shipped.** `python -m phalanx.sim.verdicts
+**Nineteenth round (2026-12-03, 21:32–23:40 UTC): why the two longest waits on Philly are
+long; three knobs against them, measured, not shipped.** `python -m phalanx.sim.verdicts
 --trace philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --job
 philly-29749 --job philly-590` (new; hand-worked unit tests in
 `tests/unit/sim/test_sim_verdicts.py`; compiled core, 25–30 min) records the core's verdict on
@@ -1377,9 +1377,9 @@ queue's standing against its deserved share), and each run of it an eviction thr
   longer than a day, the longest 205 h), and the core had a verdict on it for 409.3 h only
   (88% `WaitingForReservation`, 12% `InsufficientCapacity`). Its VC borrowed beyond its share
   for 53% of that time. The wait of a job that restarts counts from its submission to its
-  last start, so the metric is right: its user waits 82 days for a 271-h run. What throws it
-  away is reclaim's victim order, least time run first: a gang evicted once restarts with the
-  least run of its VC and is the first victim of the next reclaim there.
+  last start, so the metric is right: its user waits 82 days for a 271-h run. The first
+  guess, reclaim's victim order (least time run first, so a gang evicted once restarts with
+  the least run of its VC and is the next victim there), is refuted below.
 - **`philly-590`** (VC `2869ce`, one 8-GPU pod, 7-day limit, runs 85 h): pending throughout,
   1,710.6 h (`volcano`: 85.9 h), never evicted. 52% `InsufficientCapacity`, 48%
   `WaitingForReservation`, most often behind reservations of its own VC's 32-GPU gangs
@@ -1388,7 +1388,7 @@ queue's standing against its deserved share), and each run of it an eviction thr
   own reservation is of one pod, so when due it "yields to gangs ahead of it in the order";
   its VC borrowed beyond its share 43% of the time, within it 35%, below 90% of it 22%.
 
-Two knobs of the core (off; hand-worked unit tests, each red without its half), each one
+Three knobs of the core (off; hand-worked unit tests, each red without its half), each one
 replay of Philly at phase 0 against the recorded default (mean 6.18 h, p95 16.73 h, largest
 40.0 h, worst queue 28.6%, utilisation 77.53%, 6,830 evictions, 76,373 GPU-h thrown away;
 worst 1 GPU 1,981.8 h, 2–8 1,758.2 h, 9–32 1,807.2 h). Utilisation is now also given without
@@ -1398,18 +1398,20 @@ the runs thrown away inside the window (`gpu_utilization_kept`, new in `phalanx 
 |---|---|---|---|---|---|---|
 | beyond share | 82.08 / 66.65% | 17.79 | 63.18 | 343.4 | 99.7% (`925e2b`) | 10,430 / 206,933 |
 | newest first | 78.15 / 71.44% | 6.88 | 19.75 | 60.0 | 27.8% (`ee9e8c`) | 7,213 / 89,771 |
+| borrow ≤ 1 day | 77.29 / 71.79% | 6.29 | 15.86 | 40.6 | 62.2% (`925e2b`) | 5,674 / 73,615 |
 
 The worst wait of the 1-GPU, 2–8 and 9–32 classes: beyond share 1,083 / 2,056 / 876 h,
-newest first 2,013 / 1,834 / 1,695 h. "Beyond share" is `honour_after=7`,
-`honour_after_peers`, `honour_after_beyond_share`; "newest first" is `reclaim_newest_first`.
+newest first 2,013 / 1,834 / 1,695 h, borrow ≤ 1 day 2,035 / 1,753 / 1,004 h. "Beyond
+share" is `honour_after=7`, `honour_after_peers`, `honour_after_beyond_share`; "newest
+first" is `reclaim_newest_first`; "borrow ≤ 1 day" is `borrow_max_limit=86400`.
 
 - **`honour_after_beyond_share`**: the eighteenth round's second rung (`honour_after=7` with
   the peers' bound) also honours a gang beyond its queue's share, and reclaim spares a running
   gang that would be honoured so again (the livelock `honour_within_share` prevents). The
   gangs it protects hold what other queues are owed, so reclaim evicts everything else
-  instead: 207 thousand GPU-h thrown away, a VC below 90% of its share for all its demand
-  time, mean ×2.9. The 82.08% counts the runs thrown away as busy; 66.65% of the GPUs did
-  work that was kept. ITP (one queue) is unchanged by construction, not replayed: a lone queue
+  instead: 207 thousand GPU-h thrown away, `925e2b` below 90% of its share for all of its
+  14.5 h of demand, mean ×2.9. The 82.08% counts the runs thrown away as busy; 66.65% of
+  the GPUs did work that was kept. ITP (one queue) is unchanged by construction, not replayed: a lone queue
   is never beyond its share.
 - **`reclaim_newest_first`**: victims of equal protection and priority by least time since
   creation instead of least run. `philly-29749` is still reclaimed 60 times (1,600 h thrown
@@ -1417,16 +1419,28 @@ newest first 2,013 / 1,834 / 1,695 h. "Beyond share" is `honour_after=7`,
   reclaim takes only gangs that free room where the owed gang fits, and on those nodes it is
   the lender's only gang. Every other figure is worse (13,400 GPU-h more thrown away, mean
   +0.70 h). ITP never reclaims (one queue), so it is unchanged there by construction.
+- **`borrow_max_limit`** (new; three hand-worked unit tests): a gang whose time limit is
+  longer than a day does not start beyond its queue's deserved share while another queue has
+  demand (`QueueOverLimit`, saying why). The day is the starvation bound's cap, not fitted.
+  `philly-29749` is now held back for that 97% of its pending time, starts only within its
+  VC's share, and is still reclaimed 55 times (1,703 h thrown away; 2,034.8 h wait). So its
+  runs are not thrown away because it starts as a borrower: its VC goes beyond its share while
+  it runs (other gangs of the VC borrow, or the VC's deserved share falls as other queues'
+  demand rises). Likely, not traced: reclaim, which must free room where the owed gang fits
+  (whole nodes for `ee9e8c`'s gangs), evicts it with the rest of its node. Run thrown away falls (73,615 GPU-h),
+  p95 too (15.86 h), but the queue share is worse: `925e2b`, a VC with 7.8 h of demand here
+  (2.9 h under the default, never below), is below 90% of its share for 62.2% of it, and
+  `ee9e8c` 31.7% of its 2,208 h (the default 28.6%). Not shipped.
 
 So the longest single waits on Philly are reclaim's doing for the 1-GPU job and its VC's
 oversized gangs' reservations for the 8-GPU one, not the order inside the VC (the
-eighteenth round). What the first suggests next (not measured): do not lend idle capacity to
-a gang whose time limit is longer than the lenders can be expected to leave it idle — a
-borrower with a 14-day limit is thrown away long before it ends, which costs it and the
-cluster — or let a gang that has lost more run than it needs finish (Slurm's preemption has
-`GraceTime`, and jobs it requeues keep their priority). For the second: a reservation that
-cannot start within its queue's share when due should not hold whole nodes against its
-own queue's smaller gangs.
+eighteenth round). Neither the victim order nor lending less stops the first; what the
+three replays suggest next (not measured): keep long small gangs off the nodes that reclaim
+empties for whole-node gangs (place by time limit, long runs together), or let a gang that
+has already lost more run than it needs finish (Slurm's preemption has `GraceTime`, and
+jobs it requeues keep their priority). For the second: a reservation that cannot start
+within its queue's share when due should not hold whole nodes against its own queue's
+smaller gangs.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

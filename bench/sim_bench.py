@@ -1411,8 +1411,8 @@ first" is `reclaim_newest_first`; "borrow ≤ 1 day" is `borrow_max_limit=86400`
   gangs it protects hold what other queues are owed, so reclaim evicts everything else
   instead: 207 thousand GPU-h thrown away, `925e2b` below 90% of its share for all of its
   14.5 h of demand, mean ×2.9. The 82.08% counts the runs thrown away as busy; 66.65% of
-  the GPUs did work that was kept. ITP (one queue) is unchanged by construction, not replayed: a lone queue
-  is never beyond its share.
+  the GPUs did work that was kept. ITP (one queue) is unchanged by construction, not
+  replayed: a lone queue is never beyond its share.
 - **`reclaim_newest_first`**: victims of equal protection and priority by least time since
   creation instead of least run. `philly-29749` is still reclaimed 60 times (1,600 h thrown
   away; 2,012.9 h wait). Why it is still chosen was not traced; a guess to check first:
@@ -1427,10 +1427,10 @@ first" is `reclaim_newest_first`; "borrow ≤ 1 day" is `borrow_max_limit=86400`
   runs are not thrown away because it starts as a borrower: its VC goes beyond its share while
   it runs (other gangs of the VC borrow, or the VC's deserved share falls as other queues'
   demand rises). Likely, not traced: reclaim, which must free room where the owed gang fits
-  (whole nodes for `ee9e8c`'s gangs), evicts it with the rest of its node. Run thrown away falls (73,615 GPU-h),
-  p95 too (15.86 h), but the queue share is worse: `925e2b`, a VC with 7.8 h of demand here
-  (2.9 h under the default, never below), is below 90% of its share for 62.2% of it, and
-  `ee9e8c` 31.7% of its 2,208 h (the default 28.6%). Not shipped.
+  (whole nodes for `ee9e8c`'s gangs), evicts it with the rest of its node. Run thrown away
+  falls (73,615 GPU-h), p95 too (15.86 h), but the queue share is worse: `925e2b`, a VC
+  with 7.8 h of demand here (2.9 h under the default, never below), is below 90% of its share
+  for 62.2% of it, and `ee9e8c` 31.7% of its 2,208 h (the default 28.6%). Not shipped.
 
 So the longest single waits on Philly are reclaim's doing for the 1-GPU job and its VC's
 oversized gangs' reservations for the 8-GPU one, not the order inside the VC (the

@@ -1065,23 +1065,18 @@ class Walk:
     def _spared_by_reclaim(self, r: RunState) -> bool:
         """Whether reclaim leaves running `r` alone (`Policy.honour_after_beyond_share`): evicted
         now, it would be past `honour_after` and start first again, beyond its queue's share."""
-        g = r.gang
-        if not self.policy.honour_after_beyond_share or g.creation_time is None:
+        if not self.policy.honour_after_beyond_share:
             return False
-        limit = math.inf if g.time_limit is None else g.time_limit
-        waiter = _Waiter(len(g.members), limit, g.creation_time, g.queue)
-        return self._honoured(waiter) and self._long_starved(waiter)
+        waiter = _running_waiter(r)
+        return waiter is not None and self._honoured(waiter) and self._long_starved(waiter)
 
     def _would_start_first(self, r: RunState) -> bool:
         """Whether running `r`, evicted now, would wait as a starving gang that starts before
         the walk (`_starts_first`): it would take back at once what it was evicted for, ahead of
         the gang that evicted it (older, it is planned first), which would evict again, cycle
         after cycle. Selective preemption never takes such a gang."""
-        g = r.gang
-        if g.creation_time is None:
-            return False
-        limit = math.inf if g.time_limit is None else g.time_limit
-        return self._honoured(_Waiter(len(g.members), limit, g.creation_time, g.queue))
+        waiter = _running_waiter(r)
+        return waiter is not None and self._honoured(waiter)
 
     def _honoured(self, g: _Waiter, at: float | None = None) -> bool:
         """Whether gang `g` has its reservation honoured (now, or when due `at`), its queue's
@@ -1658,6 +1653,16 @@ class _Waiter:
 
 def _waiter(w: GangWork) -> _Waiter:
     return _Waiter(_pods(w), w.duration, w.gang.creation_time, w.queue.name)
+
+
+def _running_waiter(r: RunState) -> _Waiter | None:
+    """Running `r` as the starvation rules would see it if evicted now (None: its creation
+    time is unknown, so it never counts as starving)."""
+    g = r.gang
+    if g.creation_time is None:
+        return None
+    limit = math.inf if g.time_limit is None else g.time_limit
+    return _Waiter(len(g.members), limit, g.creation_time, g.queue)
 
 
 def _pods(w: GangWork) -> int:

@@ -274,7 +274,6 @@ class Replay:
         self.queue_series = QueueSeries(self.queue_names)
         self.cycle_seconds: array[float] = array("d")
         self.evictions: dict[str, int] = {}
-        self.lost_gpu_s = 0.0
         self.lost_runs: list[tuple[float, float, int]] = []
         self.restarts = 0
         self.timeouts = 0
@@ -468,7 +467,6 @@ class Replay:
         assert sim.running is not None and sim.start_s is not None
         self._charge(sim, sim.running.members, -1)
         del self.running[sim.gang.id]
-        self.lost_gpu_s += sim.gpus * (t_s - sim.start_s)
         self.lost_runs.append((sim.start_s, t_s, sim.gpus))
         sim.running = None
         sim.start_s = None
@@ -643,7 +641,7 @@ class Replay:
             cycle_seconds=self.cycle_seconds,
             cycles=len(self.cycle_seconds),
             evictions=dict(sorted(self.evictions.items())),
-            lost_gpu_hours=self.lost_gpu_s / 3600,
+            lost_gpu_hours=sum(gpus * (end - start) for start, end, gpus in self.lost_runs) / 3600,
             restarts=self.restarts,
             rendezvous_timeouts=self.timeouts,
             member_failures=self.member_failures,

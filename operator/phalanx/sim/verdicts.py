@@ -90,7 +90,8 @@ class Verdicts:
     """The watched jobs by trace id, and the previous cycle's verdicts, charged at the next."""
 
     jobs: dict[str, Watched] = field(default_factory=dict)
-    last: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    last: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """Per watched job pending after the last cycle: (reason, kind, queue standing)."""
     last_t: float | None = None
 
 
@@ -103,7 +104,7 @@ class _Replay(engine.Replay):
         v = self.verdicts
         if v.last_t is not None and t_s > v.last_t:
             held = t_s - v.last_t
-            for job_id, (reason, kind, stand, _msg) in v.last.items():
+            for job_id, (reason, kind, stand) in v.last.items():
                 w = v.jobs[job_id]
                 key = f"{reason}: {kind}"
                 w.by_verdict_s[key] = w.by_verdict_s.get(key, 0.0) + held
@@ -130,7 +131,7 @@ class _Replay(engine.Replay):
                 else "queue unknown"
             )
             reason, kind = d.reason.value, kind_of(d.message)
-            v.last[job_id] = (reason, kind, stand, d.message)
+            v.last[job_id] = (reason, kind, stand)
             last = w.spans[-1] if w.spans else None
             if last is None or (last.end_s, last.reason, last.kind, last.standing) != (
                 t_s,

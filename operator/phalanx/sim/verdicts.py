@@ -70,6 +70,40 @@ class Span:
 
 
 @dataclass
+class LostRun:
+    """A run of a watched job an eviction ended, and what it was ended for."""
+
+    start_s: float
+    end_s: float
+    reason: str
+    nodes: tuple[str, ...]
+    """Where the run was."""
+    for_gang: str = ""
+    """The gang the eviction made room for (empty for evictions the lifecycle decides)."""
+    for_gpus: int = 0
+    for_queue: str = ""
+    with_gangs: int = 0
+    """How many gangs, this one included, the same cycle evicted for `for_gang`."""
+    with_gpus: int = 0
+    """The GPUs those gangs held."""
+    taken_over: bool | None = None
+    """Whether `for_gang`, when it next started, started on one of this run's nodes (the
+    eviction emptied the node for it); None until it starts."""
+
+    def __str__(self) -> str:
+        out = f"ran {self.start_s / HOUR:9.1f}-{self.end_s / HOUR:9.1f} h, then {self.reason}"
+        if not self.for_gang:
+            return out
+        where = {None: "not started since", True: "on its node", False: "elsewhere"}[
+            self.taken_over
+        ]
+        return (
+            f"{out} for {self.for_gang} ({self.for_gpus} GPUs, {self.for_queue}; "
+            f"{self.with_gangs} gangs of {self.with_gpus} GPUs evicted for it; started {where})"
+        )
+
+
+@dataclass
 class Watched:
     """What the core said about one job while it waited."""
 
@@ -79,8 +113,8 @@ class Watched:
     by_standing_s: dict[str, float] = field(default_factory=dict)
     spans: list[Span] = field(default_factory=list)
     by_reason_s: dict[str, float] = field(default_factory=dict)
-    evicted: list[tuple[float, float, str]] = field(default_factory=list)
-    """Each run of it an eviction ended: (started, evicted at, the eviction's reason). The
+    evicted: list[LostRun] = field(default_factory=list)
+    """Each run of it an eviction ended. The
     wait of a job that restarts counts from its submission to its last start, so a run thrown
     away is waiting time in which the core gave no verdict on it."""
 
@@ -98,6 +132,8 @@ class Verdicts:
 class _Replay(engine.Replay):
     verdicts: Verdicts
     watched_gangs: dict[str, str]
+    awaiting: dict[str, list[LostRun]]
+    """Runs thrown away for a gang that has not started since, by that gang."""
 
     def _core_cycle(self, t_s: float) -> CycleResult | None:
         result = super()._core_cycle(t_s)
@@ -115,6 +151,7 @@ class _Replay(engine.Replay):
         v.last, v.last_t = {}, t_s
         if result is None:
             return result
+        self._why_evicted(result)
         for gid, job_id in self.watched_gangs.items():
             sim = self.by_gang.get(gid)
             d = result.gangs.get(gid)
@@ -142,10 +179,31 @@ class _Replay(engine.Replay):
                 w.spans.append(Span(t_s, t_s, reason, kind, stand, d.message))
         return result
 
+    def _why_evicted(self, result: CycleResult) -> None:
+        """Complete the runs of watched jobs this cycle evicted with what they made room for,
+        and, when the gangs they made room for start, whether on their nodes."""
+        for gang_id, pods in result.bindings.items():
+            for run in self.awaiting.pop(gang_id, []):
+                run.taken_over = bool(set(pods.values()) & set(run.nodes))
+        for e in result.evictions:
+            job_id = self.watched_gangs.get(e.gang)
+            if job_id is None:
+                continue
+            run = self.verdicts.jobs[job_id].evicted[-1]
+            beneficiary = self.by_gang.get(e.for_gang)
+            same = [x.gang for x in result.evictions if x.for_gang == e.for_gang]
+            run.for_gang = e.for_gang
+            run.for_gpus = 0 if beneficiary is None else beneficiary.gpus
+            run.for_queue = "" if beneficiary is None else beneficiary.gang.queue
+            run.with_gangs = len(same)
+            run.with_gpus = sum(self.by_gang[g].gpus for g in same if g in self.by_gang)
+            self.awaiting.setdefault(e.for_gang, []).append(run)
+
     def _evict(self, sim: engine.SimJob, reason: str, t_s: float) -> None:
         job_id = self.watched_gangs.get(sim.gang.id)
-        if job_id is not None and sim.start_s is not None:
-            self.verdicts.jobs[job_id].evicted.append((sim.start_s, t_s, reason))
+        if job_id is not None and sim.start_s is not None and sim.running is not None:
+            nodes = tuple(sorted({m.node for m in sim.running.members}))
+            self.verdicts.jobs[job_id].evicted.append(LostRun(sim.start_s, t_s, reason, nodes))
         super()._evict(sim, reason, t_s)
 
 
@@ -167,6 +225,7 @@ def replay(
     instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
     instrumented.verdicts = Verdicts(jobs={name: Watched(ids[name].submit_s) for name in watch})
     instrumented.watched_gangs = {f"sim/{name}": name for name in watch}
+    instrumented.awaiting = {}
     return instrumented.run(), instrumented.verdicts
 
 
@@ -176,14 +235,14 @@ def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
     spans in time order (all when fewer)."""
     waited = sum(w.by_standing_s.values())
     start = "never started" if w.start_s is None else f"started at {w.start_s / HOUR:.1f} h"
-    lost = sum(end - begun for begun, end, _ in w.evicted)
+    lost = sum(r.end_s - r.start_s for r in w.evicted)
     out = [
         f"{name}: submitted at {w.submit_s / HOUR:.1f} h, {start}; "
         f"{waited / HOUR:.1f} h of verdicts, {len(w.evicted)} runs evicted "
         f"({lost / HOUR:.1f} h of run thrown away)"
     ]
-    for begun, end, why in w.evicted:
-        out.append(f"  ran {begun / HOUR:9.1f}-{end / HOUR:9.1f} h, then {why}")
+    for run in w.evicted:
+        out.append(f"  {run}")
     splits = (
         ("reason", w.by_reason_s, None),
         ("verdict", w.by_verdict_s, kinds),

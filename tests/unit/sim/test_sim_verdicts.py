@@ -95,7 +95,14 @@ def test_a_run_thrown_away_is_recorded_with_its_eviction() -> None:
         jobs, cluster(2), queues, starving_at_limit(), ["b1", "b2"], cycle_interval_s=0
     )
     (victim,) = [w for w in verdicts.jobs.values() if w.evicted]
-    assert victim.evicted == [(0.0, 100.0, "Reclaimed")]
+    (run,) = victim.evicted
+    assert (run.start_s, run.end_s, run.reason) == (0.0, 100.0, "Reclaimed")
+    assert (run.for_gang, run.for_gpus, run.for_queue) == ("sim/a1", 8, "qa")
+    assert (run.with_gangs, run.with_gpus, run.taken_over) == (1, 8, True)
+    assert str(run).endswith(
+        "then Reclaimed for sim/a1 (8 GPUs, qa; 1 gangs of 8 GPUs evicted for it; "
+        "started on its node)"
+    )
     assert victim.start_s == 150.0
     assert sum(victim.by_reason_s.values()) == 50.0
     assert "1 runs evicted (0.0 h of run thrown away)" in report("b", victim, spans=1)[0]

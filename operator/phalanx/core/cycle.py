@@ -389,8 +389,11 @@ class Walk:
                     self.policy.reclaim_by_gpu_time,
                     self.policy.reclaim_newest_first,
                 )
+            tol = self.policy.reclaim_tolerance
             lenders = tuple(
-                name for name, q in prep.queues.items() if q.over_share and name != w.queue.name
+                name
+                for name, q in prep.queues.items()
+                if name != w.queue.name and reclaim.lends(q, tol)
             )
             # Candidates change only with the lenders and with evictions (`evicted` flags).
             ckey: tuple[object, ...] = ("reclaim", lenders, len(self.c.evictions))
@@ -398,7 +401,7 @@ class Walk:
             if cands is None:
                 cands = self._candidates[ckey] = [
                     r
-                    for r in reclaim.candidates_from(self._reclaim_order, w, prep.queues)
+                    for r in reclaim.candidates_from(self._reclaim_order, w, prep.queues, tol)
                     if not self._spared_by_reclaim(r)
                 ]
             if cands:
@@ -1382,7 +1385,9 @@ class Walk:
             key = len(self.c.evictions)
             if self._smallest is None or self._smallest[0] != key:
                 self._smallest = (key, reclaim.smallest_gangs(self.prep.running))
-            then += "; " + reclaim.why_not_reclaimed(w, self.prep.queues, self._smallest[1])
+            then += "; " + reclaim.why_not_reclaimed(
+                w, self.prep.queues, self._smallest[1], self.policy.reclaim_tolerance
+            )
         free = self._usable_gpus(w)
         need = self._need(w)
         placement = self._placement(plan.outcome) if plan is not None else None

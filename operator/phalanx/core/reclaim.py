@@ -127,12 +127,21 @@ def reclaim_order(
     return out
 
 
+def lends(q: QueueState, tolerance: float = 0.0) -> bool:
+    """Whether reclaim may take from queue `q`: it holds more than its deserved share, by more
+    than `tolerance` × that share (`Policy.reclaim_tolerance`)."""
+    return q.over_share and q.alloc_fair > q.deserved * (1.0 + tolerance)
+
+
 def candidates_from(
-    order: list[RunState], work: GangWork, queues: dict[str, QueueState]
+    order: list[RunState],
+    work: GangWork,
+    queues: dict[str, QueueState],
+    tolerance: float = 0.0,
 ) -> list[RunState]:
-    """`reclaim_candidates(work, …)` read off `reclaim_order`."""
+    """`reclaim_candidates(work, …)` read off `reclaim_order`, from the queues that `lends`."""
     own = work.queue.name
-    lenders = {name for name, q in queues.items() if q.over_share and name != own}
+    lenders = {name for name, q in queues.items() if name != own and lends(q, tolerance)}
     return [r for r in order if not r.evicted and r.gang.queue in lenders]
 
 
@@ -149,7 +158,10 @@ def smallest_gangs(running: list[RunState]) -> dict[str, int]:
 
 
 def why_not_reclaimed(
-    work: GangWork, queues: dict[str, QueueState], smallest: dict[str, int]
+    work: GangWork,
+    queues: dict[str, QueueState],
+    smallest: dict[str, int],
+    tolerance: float = 0.0,
 ) -> str:
     """Why reclaim did not start `work`, whose queue is entitled to reclaim (`can_reclaim`), in
     numbers: what a user who reads "within its share" asks next is why nothing was evicted.
@@ -161,9 +173,15 @@ def why_not_reclaimed(
     gangs that may be taken do not free room where `work` fits (their nodes, its topology).
     """
     own = work.queue.name
-    lenders = [q for name, q in queues.items() if q.over_share and name != own]
-    if not lenders:
+    over = [q for name, q in queues.items() if q.over_share and name != own]
+    if not over:
         return "reclaim has nothing to take back: no other queue borrows beyond its share"
+    lenders = [q for q in over if lends(q, tolerance)]
+    if not lenders:
+        return (
+            f"reclaim leaves what {_borrow(over)} alone: within {tolerance:.0%} of "
+            f"{'its' if len(over) == 1 else 'their'} deserved share{'' if len(over) == 1 else 's'}"
+        )
     open_ = [q for q in lenders if q.queue.reclaimable]
     if not open_:
         return f"reclaim cannot take back what {_borrow(lenders)}: not reclaimable"

@@ -60,6 +60,8 @@ def record(
         "p95": summary["wait_p95_s"] / 3600,
         "largest": (summary["largest_gang_wait_max_s"] or 0) / 3600,
         "worst_queue": summary.get("queue_below_share_worst_own"),
+        "kept": summary.get("gpu_utilization_kept", 0.0) * 100,
+        "lost_gpu_h": summary.get("lost_gpu_hours"),
     }
     return {"label": label, "name": name, "policy": policy, "settings": settings,
             "phase": phase, "figures": figures, "wall_s": time.time() - began,

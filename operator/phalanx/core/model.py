@@ -411,10 +411,12 @@ class Policy:
     dead zone around the share (Hadoop YARN's capacity-scheduler preemption,
     `max_ignored_over_capacity`, default 0.1). Deserved shares move with every queue's demand,
     so a queue a GPU or two over its share is usually over because its share just fell, and
-    the smallest gang that takes it back to its share is then its newest long run: on Philly a
-    1-GPU job of 271 h was reclaimed 105 times, 103 of them alone, for one GPU of another
-    queue (issue 19, twentieth round). The owed queue gets its share as capacity frees
-    instead. 0: any queue over its share lends (measuring)."""
+    the smallest gang that takes it back to its share is often a long run: on Philly a 1-GPU
+    job of 271 h was reclaimed 105 times, 100 of them alone, 97 for one GPU of another queue
+    (issue 19, twentieth round). The owed queue gets its share as capacity frees instead.
+    Measured there at 0.1: evictions halved, mean and p95 wait −10%, but utilisation 1.1
+    points lower (less run thrown away counted as busy), so not shipped. 0: any queue over
+    its share lends."""
     preempt_starving: float = 0.0
     """Selective preemption (Kettimuthu et al., "Selective preemption strategies for parallel
     job scheduling", ICPP 2002) with this suspension factor SF (0: off; measured in issue 19's

@@ -1492,9 +1492,9 @@ phase 0 (29.7%) and is much worse at phase 15 (41.3% against the default's 26.7%
 72 for one GPU), each time from a VC (`103959`) more than 10% beyond its share; it borrowed beyond
 its share 74% of its pending time. Not shipped, for the utilisation guard and the worst queue: 1.48
 points below `volcano` (1.84 at phase 15) counting the runs thrown away as busy (the guard's
-figure), 0.94 below counting only the work kept, and the default itself is 1.16 points below `volcano`
-on the kept figure: Volcano evicts more often (10,255) but throws away less run (65,694 GPU-h). ITP
-(one queue) is unchanged by construction (a lone queue never lends), not replayed.
+figure), 0.94 below counting only the work kept, and the default itself is 1.16 points below
+`volcano` on the kept figure: Volcano evicts more often (10,255) but throws away less run (65,694
+GPU-h). ITP (one queue) is unchanged by construction (a lone queue never lends), not replayed.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

@@ -1458,10 +1458,11 @@ the nineteenth round, compiled core, phase 0):
   where gangs sit but whether one GPU owed is worth evicting for.
 - **The 32-GPU gangs of `2869ce`** behind whose reservations `philly-590` waits (`--job philly-31450
   --job philly-7029`): pending 1,807 h and 1,684 h, 98% of it `InsufficientCapacity`, both starting
-  at hour 2,409.3. Their expected start moves from half a day to twelve days and back from one span
-  to the next: they hold a binding reservation 2% of the time and most of the time only the
-  non-binding estimate, so the capacity drained for them does not stay drained. Not traced further
-  this session.
+  at hour 2,409.3. `philly-31450` holds a binding reservation for 90% of its wait (its messages
+  carry an expected start and no "not binding"), but that start moves from half a day to twelve
+  days and back from one span to the next: the reservation is planned afresh each cycle and what
+  was drained for it does not stay drained, while it holds its own VC's smaller gangs back. Not
+  traced further this session.
 
 **A dead zone around the share** (`reclaim_tolerance`, new, off; three hand-worked unit tests in
 `tests/unit/core/test_core_policy_reclaim_tolerance.py`, red without it): reclaim takes nothing from
@@ -1482,7 +1483,7 @@ without the runs thrown away (`kept`):
 | `reclaim_tolerance=0.1`, phase 15 | 76.16 / 72.16% | 5.48 | 14.74 | 16.4 | 41.3% | – / 53,505 |
 
 (Worst queue: time below 90% of its own share, as `bench/sim_noise.py` records it.) `align_ends`
-(end-time alignment, measured in the eleventh round on an older default) was replayed as the
+(end-time alignment, measured in the fourth round on an older default) was replayed as the
 nineteenth round's other guess, placing long runs together: `philly-29749` is still reclaimed 106
 times, 97 of them for one GPU; every figure but the worst queue is a little worse. The dead zone
 halves the evictions (3,757 against 6,830; run thrown away −24%), and the mean (−10%), p95 (−9%) and

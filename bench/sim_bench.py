@@ -1458,7 +1458,7 @@ the nineteenth round, compiled core, phase 0):
   where gangs sit but whether one GPU owed is worth evicting for.
 - **The 32-GPU gangs of `2869ce`** behind whose reservations `philly-590` waits (`--job philly-31450
   --job philly-7029`): pending 1,807 h and 1,684 h, 98% of it `InsufficientCapacity`, both starting
-  at hour 2,409.3. `philly-31450` holds a binding reservation for 90% of its wait (its messages
+  at hour 2,409.3. `philly-31450` holds a binding reservation for 88% of its wait (its messages
   carry an expected start and no "not binding"), but that start moves from half a day to twelve
   days and back from one span to the next: the reservation is planned afresh each cycle and what
   was drained for it does not stay drained, while it holds its own VC's smaller gangs back. Not

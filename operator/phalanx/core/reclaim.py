@@ -129,8 +129,8 @@ def reclaim_order(
 
 def lends(q: QueueState, tolerance: float = 0.0) -> bool:
     """Whether reclaim may take from queue `q`: it holds more than its deserved share, by more
-    than `tolerance` × that share (`Policy.reclaim_tolerance`)."""
-    return q.over_share and q.alloc_fair > q.deserved * (1.0 + tolerance)
+    than `tolerance` × that share (`Policy.reclaim_tolerance`; at 0 this is `over_share`)."""
+    return q.alloc_fair > q.deserved * (1.0 + tolerance)
 
 
 def candidates_from(

@@ -390,11 +390,7 @@ class Walk:
                     self.policy.reclaim_newest_first,
                 )
             tol = self.policy.reclaim_tolerance
-            lenders = tuple(
-                name
-                for name, q in prep.queues.items()
-                if name != w.queue.name and reclaim.lends(q, tol)
-            )
+            lenders = reclaim.lenders(prep.queues, w.queue.name, tol)
             # Candidates change only with the lenders and with evictions (`evicted` flags).
             ckey: tuple[object, ...] = ("reclaim", lenders, len(self.c.evictions))
             cands = self._candidates.get(ckey)

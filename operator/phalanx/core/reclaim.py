@@ -139,10 +139,14 @@ def candidates_from(
     queues: dict[str, QueueState],
     tolerance: float = 0.0,
 ) -> list[RunState]:
-    """`reclaim_candidates(work, …)` read off `reclaim_order`, from the queues that `lends`."""
-    own = work.queue.name
-    lenders = {name for name, q in queues.items() if name != own and lends(q, tolerance)}
-    return [r for r in order if not r.evicted and r.gang.queue in lenders]
+    """`reclaim_candidates(work, …)` read off `reclaim_order`, from `lenders`."""
+    open_ = set(lenders(queues, work.queue.name, tolerance))
+    return [r for r in order if not r.evicted and r.gang.queue in open_]
+
+
+def lenders(queues: dict[str, QueueState], own: str, tolerance: float = 0.0) -> tuple[str, ...]:
+    """The queues other than `own` that reclaim may take from (`lends`), in `queues`' order."""
+    return tuple(name for name, q in queues.items() if name != own and lends(q, tolerance))
 
 
 def smallest_gangs(running: list[RunState]) -> dict[str, int]:

@@ -33,6 +33,10 @@ from phalanx.sim.traces import TraceJob
 
 GPU = "nvidia.com/gpu"
 HOUR = 3600.0
+SLIP_S = 60.0
+"""A reservation whose start moves later by more than this (the simulator's cycle) between
+cycles has slipped: ends before time limits only bring planned starts earlier, so a later one
+means something took what the earlier plan counted on."""
 _GANG = re.compile(r"sim/\S+?(?=[,;) ]|$)")
 _DURATION = re.compile(r"\b\d+[dhms](?:\d+[dhms])*\b")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -104,6 +108,45 @@ class LostRun:
 
 
 @dataclass
+class Slip:
+    """A cycle at which a watched job's binding reservation started later than the cycle
+    before planned (or was gone), and what was on the nodes the earlier plan had."""
+
+    t_s: float
+    was_start_s: float
+    now_start_s: float | None
+    """None: no binding reservation this cycle."""
+    same_nodes: bool
+    bound_there: list[str] = field(default_factory=list)
+    """Gangs this cycle started on the earlier plan's nodes: `gang (GPUs, queue, reason)`."""
+    held_before: list[str] = field(default_factory=list)
+    """Gangs planned before it this cycle whose reservations hold the earlier plan's nodes."""
+
+    def __str__(self) -> str:
+        now = "none" if self.now_start_s is None else f"{self.now_start_s / HOUR:.1f} h"
+        out = f"{self.t_s / HOUR:9.1f} h: planned start {self.was_start_s / HOUR:.1f} h -> {now}"
+        if self.now_start_s is not None:
+            out += f" ({'same' if self.same_nodes else 'other'} nodes)"
+        if self.bound_there:
+            out += "; started there: " + ", ".join(self.bound_there[:4])
+        if self.held_before:
+            out += "; reserved before it there: " + ", ".join(self.held_before[:4])
+        return out
+
+    @property
+    def cause(self) -> str:
+        """The first of: its nodes started other gangs, were reserved for gangs planned
+        first, it lost its reservation, or none of these (its plan moved by itself)."""
+        if self.bound_there:
+            return "its nodes started other gangs"
+        if self.held_before:
+            return "its nodes reserved for gangs planned first"
+        if self.now_start_s is None:
+            return "no binding reservation"
+        return "none of these"
+
+
+@dataclass
 class Watched:
     """What the core said about one job while it waited."""
 
@@ -113,6 +156,15 @@ class Watched:
     by_standing_s: dict[str, float] = field(default_factory=dict)
     spans: list[Span] = field(default_factory=list)
     by_reason_s: dict[str, float] = field(default_factory=dict)
+    plan: tuple[float, tuple[str, ...]] | None = None
+    """The last cycle's binding reservation: planned start and nodes."""
+    planned_s: float = 0.0
+    """Time it held a binding reservation."""
+    replans: int = 0
+    """Cycles whose binding reservation was on other nodes than the cycle before."""
+    slips: list[Slip] = field(default_factory=list)
+    """Cycles whose binding reservation started over `SLIP_S` later than the cycle before
+    planned, or was gone."""
     evicted: list[LostRun] = field(default_factory=list)
     """Each run of it an eviction ended. The
     wait of a job that restarts counts from its submission to its last start, so a run thrown
@@ -148,6 +200,8 @@ class _Replay(engine.Replay):
                 w.by_standing_s[stand] = w.by_standing_s.get(stand, 0.0) + held
                 span = w.spans[-1]
                 span.end_s = t_s
+                if w.plan is not None:
+                    w.planned_s += held
         v.last, v.last_t = {}, t_s
         if result is None:
             return result
@@ -160,7 +214,9 @@ class _Replay(engine.Replay):
             w = v.jobs[job_id]
             if gid in result.bindings:
                 w.start_s = t_s
+                w.plan = None
                 continue
+            self._track_plan(w, gid, t_s, result)
             q = result.queues.get(sim.gang.queue)
             stand = (
                 standing(q.allocated.get(GPU, 0), q.deserved.get(GPU, 0))
@@ -178,6 +234,42 @@ class _Replay(engine.Replay):
             ):
                 w.spans.append(Span(t_s, t_s, reason, kind, stand, d.message))
         return result
+
+    def _track_plan(self, w: Watched, gid: str, t_s: float, result: CycleResult) -> None:
+        """Record the binding reservation this cycle gave the job, and a `Slip` when it starts
+        later than the last cycle's (or is gone), with what took the earlier plan's nodes."""
+        res = result.reservations.get(gid)
+        now = None if res is None else (res.start, res.nodes)
+        was, w.plan = w.plan, now
+        if was is None:
+            return
+        if now is not None and now[1] != was[1]:
+            w.replans += 1
+        if now is not None and now[0] <= was[0] + SLIP_S:
+            return
+        old = set(was[1])
+        slip = Slip(
+            t_s, was[0], None if now is None else now[0], now is not None and now[1] == was[1]
+        )
+        for other, pods in result.bindings.items():
+            if old & set(pods.values()):
+                d = result.gangs.get(other)
+                sim = self.by_gang.get(other)
+                slip.bound_there.append(
+                    f"{other} ({0 if sim is None else sim.gpus}, "
+                    f"{'' if sim is None else sim.gang.queue}, "
+                    f"{'' if d is None else d.reason.value})"
+                )
+        for other, r in result.reservations.items():
+            if other == gid:
+                break
+            if old & set(r.nodes):
+                sim = self.by_gang.get(other)
+                slip.held_before.append(
+                    f"{other} ({0 if sim is None else sim.gpus}, "
+                    f"{'' if sim is None else sim.gang.queue}, at {r.start / HOUR:.1f} h)"
+                )
+        w.slips.append(slip)
 
     def _why_evicted(self, result: CycleResult) -> None:
         """Complete the runs of watched jobs this cycle evicted with what they made room for,
@@ -243,6 +335,23 @@ def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
     ]
     for run in w.evicted:
         out.append(f"  {run}")
+    if w.planned_s or w.slips:
+        causes: dict[str, int] = {}
+        for slip in w.slips:
+            causes[slip.cause] = causes.get(slip.cause, 0) + 1
+        out.append(
+            f"  binding reservation {w.planned_s / HOUR:.1f} h; re-planned onto other nodes "
+            f"{w.replans} times; slipped later or lost {len(w.slips)} times: "
+            + (
+                ", ".join(f"{n} {c}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1]))
+                or "never"
+            )
+        )
+        worst = sorted(
+            w.slips, key=lambda x: -((x.now_start_s or x.was_start_s + 1e9) - x.was_start_s)
+        )[:spans]
+        for slip in sorted(worst, key=lambda x: x.t_s):
+            out.append(f"    {slip}")
     splits = (
         ("reason", w.by_reason_s, None),
         ("verdict", w.by_verdict_s, kinds),

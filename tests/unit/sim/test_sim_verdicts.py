@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sim_builders import cluster, job, starving_at_limit
 
+from phalanx.sim.policies import get_policy, with_settings
 from phalanx.sim.queues import QueueSpec
 from phalanx.sim.traces import TraceJob
 from phalanx.sim.verdicts import kind_of, replay, report, standing
@@ -57,8 +58,15 @@ def test_a_jobs_verdicts_and_how_long_each_held() -> None:
         "0 runs evicted (0.0 h of run thrown away)"
     )
     assert (
-        "reason:" in lines[1] and "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
+        "reason:" in lines[3] and "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
     )
+    # 1,900–1,950: qa is owed its share, so a1 holds a binding reservation behind b2's (from
+    # 5,400 = 3,600 + b2's 30 min limit); from 1,950 it fits now but for b2's hold and is only
+    # `WaitingForReservation`, which holds none: one slip, b2 planned before it on its nodes.
+    assert a1.planned_s == 50.0
+    (slip,) = a1.slips
+    assert (slip.t_s, slip.was_start_s, slip.now_start_s) == (1950.0, 5400.0, None)
+    assert slip.held_before == ["sim/b2 (16, qb, at 1.0 h)"]
 
 
 def test_a_job_not_in_the_trace_is_refused_before_the_replay() -> None:
@@ -106,3 +114,45 @@ def test_a_run_thrown_away_is_recorded_with_its_eviction() -> None:
     assert victim.start_s == 150.0
     assert sum(victim.by_reason_s.values()) == 50.0
     assert "1 runs evicted (0.0 h of run thrown away)" in report("b", victim, spans=1)[0]
+
+
+def test_a_reservation_moved_by_a_gang_planned_first_is_a_slip_with_its_cause() -> None:
+    """Two nodes under `phalanx-conservative` (FIFO within a queue, queues below their share
+    first) with two binding reservations. qb's b0 (8 GPUs, 3,000 s, limit 1 h) and b1 (8 GPUs,
+    5,000 s, limit 2 h) run from 0; qb's b2 (8 GPUs, limit 30 min) waits, its reservation on
+    b0's node n00 from 3,600. At 1,000 qa's a1 (8 GPUs, limit 30 min) arrives; qa is below its
+    share (qb, not reclaimable, borrows), so a1 is planned first and takes n00 from 3,600, and
+    b2 moves behind it on n00, from 5,400: one slip at 1,000 (3,600 → 5,400, same nodes),
+    caused by a1 reserved there first. b0 ends at 3,000 and a1 starts on n00; b2's plan comes
+    earlier (4,800, a1's limit from 3,000), which is no slip, until a1 ends at 3,100 and b2
+    starts. It held a binding reservation 0–3,100, always on n00."""
+    queues = [QueueSpec(name="qa"), QueueSpec(name="qb", reclaimable=False)]
+    jobs = [
+        job("b0", 0, 8, 3000, "qb"),
+        job("b1", 0, 8, 5000, "qb"),
+        job("b2", 0, 8, 100, "qb"),
+        job("a1", 1000, 8, 100, "qa"),
+    ]
+    policy = with_settings(get_policy("phalanx-conservative"), {"backfill_depth": "2"})
+    _, verdicts = replay(jobs, cluster(2), queues, policy, ["b2"], cycle_interval_s=0)
+    b2 = verdicts.jobs["b2"]
+    assert b2.start_s == 3100.0
+    assert (b2.planned_s, b2.replans) == (3100.0, 0)
+    (slip,) = b2.slips
+    assert (slip.t_s, slip.was_start_s, slip.now_start_s, slip.same_nodes) == (
+        1000.0,
+        3600.0,
+        5400.0,
+        True,
+    )
+    assert (slip.bound_there, slip.held_before) == ([], ["sim/a1 (8, qa, at 1.0 h)"])
+    assert slip.cause == "its nodes reserved for gangs planned first"
+    lines = report("b2", b2, spans=5)
+    assert lines[1] == (
+        "  binding reservation 0.9 h; re-planned onto other nodes 0 times; slipped later or "
+        "lost 1 times: 1 its nodes reserved for gangs planned first"
+    )
+    assert lines[2].endswith(
+        "planned start 1.0 h -> 1.5 h (same nodes); reserved before it there: "
+        "sim/a1 (8, qa, at 1.0 h)"
+    )

@@ -542,6 +542,8 @@ class Walk:
         decided: set[str] = set(first or ())
         if not policy.backfill or not (self._bounded() or policy.reserve_under_share):
             return decided
+        if policy.keep_reservations and prep.kept and not self._keep(ordered, decided):
+            return decided
         queues = sorted(
             ordered,
             key=lambda n: queue_key(
@@ -591,6 +593,30 @@ class Walk:
             if policy.owed_start_first:
                 self.start_owed(ordered[name], decided)
         return decided
+
+    def _keep(self, ordered: dict[str, list[GangWork]], decided: set[str]) -> bool:
+        """`Policy.keep_reservations`: plan again, first, the gangs that held a binding
+        reservation at the last cycle and still starve (or are owed their queue's share),
+        earliest planned start first, so what was drained for them stays theirs. Adds them to
+        `decided`; False when the backfill depth ran out (nothing more is planned)."""
+        kept = self.prep.kept
+        again = [
+            w
+            for items in ordered.values()
+            for w in items
+            if w.gang.id in kept
+            and w.gang.id not in decided
+            and (self._starving(w) or self._owed_reserve(w))
+        ]
+        again.sort(key=lambda w: (kept[w.gang.id], w.gang.creation_time, w.gang.id))
+        for w in again:
+            if self._capped(w):
+                continue
+            if not self._may_plan(w):
+                return False
+            if self.step(w, promoted=True):
+                decided.add(w.gang.id)
+        return True
 
     def start_owed(self, items: list[GangWork], decided: set[str]) -> None:
         """`owed_start_first`: the gangs of a queue below its deserved share that fit now and

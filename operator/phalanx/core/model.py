@@ -225,6 +225,9 @@ class Snapshot:
     queues: tuple[Queue, ...]
     running: tuple[RunningGang, ...] = ()
     pending: tuple[PendingGang, ...] = ()
+    kept: Mapping[str, float] = field(default_factory=dict)
+    """Gang id → planned start of the binding reservation it got at the last cycle
+    (`CycleResult.reservations`), for `Policy.keep_reservations`; empty after a restart."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,6 +420,16 @@ class Policy:
     Measured there at 0.1: evictions halved, mean and p95 wait −10%, but utilisation 1.1
     points lower (less run thrown away counted as busy), so not shipped. 0: any queue over
     its share lends."""
+    keep_reservations: bool = False
+    """A gang that held a binding reservation at the last cycle keeps it (Maui's
+    `RESERVATIONPOLICY HIGHEST`: once a job has a priority reservation it keeps one until it
+    runs, even when other jobs come before it in priority): before any other gang is planned,
+    the kept gangs still starving (or owed) are planned again, earliest planned start first.
+    Off, every cycle plans its reservations afresh in the queues' fair-share order, which
+    moves with every start and end: on Philly the 32-GPU `philly-31450` held a binding
+    reservation 1,635 h of its 1,807-h wait, but it slipped later or was lost 4,698 times,
+    3,368 of them to gangs of other queues planned before it on the same nodes, 820 to gangs
+    started on the capacity drained for it (issue 19, twenty-first round). Measuring."""
     preempt_starving: float = 0.0
     """Selective preemption (Kettimuthu et al., "Selective preemption strategies for parallel
     job scheduling", ICPP 2002) with this suspension factor SF (0: off; measured in issue 19's

@@ -61,6 +61,8 @@ class Prepared:
     running_extras: list[RunningExtras]
     roll_forward: dict[str, dict[str, str]]
     roll_back: dict[str, str]
+    kept: Mapping[str, float]
+    """`Snapshot.kept`: the last cycle's binding reservations (`Policy.keep_reservations`)."""
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
@@ -416,6 +418,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         running_extras=running_extras,
         roll_forward=roll_forward,
         roll_back=roll_back,
+        kept=snapshot.kept,
     )
 
 

@@ -264,6 +264,9 @@ class Replay:
         self.heap: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
         self.pending: dict[str, SimJob] = {}
+        #: The last core cycle's binding reservations, gang id → planned start
+        #: (`Snapshot.kept`, for `Policy.keep_reservations`).
+        self.kept: dict[str, float] = {}
         self.running: dict[str, SimJob] = {}
         self.completed: list[CompletedJob] = []
         self.allocated = StepSeries()
@@ -488,6 +491,7 @@ class Replay:
             queues=tuple(queues),
             running=tuple(s.running for s in self.running.values() if s.running is not None),
             pending=tuple(s.gang for s in self.pending.values()),
+            kept=self.kept,
         )
 
     def _core_cycle(self, t_s: float) -> CycleResult | None:
@@ -499,6 +503,7 @@ class Replay:
         began = time.perf_counter()
         result = schedule(snapshot, self.policy.core, t_s)
         self.cycle_seconds.append(time.perf_counter() - began)
+        self.kept = {gid: r.start for gid, r in result.reservations.items()}
         for eviction in result.evictions:
             victim = self.running.get(eviction.gang)
             if victim is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 from sim_builders import cluster, job
@@ -240,3 +241,43 @@ def test_deeper_backfill_reserves_for_the_second_gang_too() -> None:
         "d": (1100, 11100),
         "b": (20000, 20100),
     }
+
+
+def test_each_cycle_sees_the_last_cycles_binding_reservations() -> None:
+    """`Snapshot.kept` (for `Policy.keep_reservations`): the replay hands each core cycle the
+    binding reservations the cycle before it made, gang id → planned start. The trace of
+    `test_sim_verdicts`: qb's b0 and b1 hold both nodes, its b2 (16 GPUs) starves and holds a
+    binding reservation until it starts; the first cycle sees none."""
+    from phalanx.core import CycleResult, Snapshot
+    from phalanx.sim import engine
+
+    seen: list[tuple[dict[str, float], dict[str, float]]] = []
+
+    class Watching(engine.Replay):
+        def _snapshot(self) -> Snapshot:
+            snap = super()._snapshot()
+            seen.append((dict(snap.kept), {}))
+            return snap
+
+        def _core_cycle(self, t_s: float) -> CycleResult | None:
+            result = super()._core_cycle(t_s)
+            if result is not None:
+                seen[-1][1].update({g: r.start for g, r in result.reservations.items()})
+            return result
+
+    jobs = [
+        job("b0", 0, 8, 1950, "qb"),
+        job("b1", 0, 8, 3000, "qb"),
+        job("b2", 0, 16, 100, "qb"),
+        job("a1", 1900, 8, 100, "qa"),
+    ]
+    queues = [QueueSpec(name="qa"), QueueSpec(name="qb", reclaimable=False)]
+    policy = replace(
+        get_policy("phalanx"),
+        core=replace(get_policy("phalanx").core, reserve_after_limits=1.0, keep_reservations=True),
+    )
+    Watching(jobs, cluster(2), queues, policy, cycle_interval_s=60.0).run()
+    assert seen[0][0] == {}
+    assert any(made for _, made in seen), "no cycle made a binding reservation"
+    for (_, made), (kept, _) in pairwise(seen):
+        assert kept == made

@@ -597,7 +597,7 @@ class Walk:
     def _keep(self, ordered: dict[str, list[GangWork]], decided: set[str]) -> bool:
         """`Policy.keep_reservations`: plan again, first, the gangs that held a binding
         reservation at the last cycle and still starve (or are owed their queue's share),
-        earliest planned start first, so what was drained for them stays theirs. Adds them to
+        the longest held first, so what was drained for them stays theirs. Adds them to
         `decided`; False when the backfill depth ran out (nothing more is planned)."""
         kept = self.prep.kept
         again = [

@@ -226,8 +226,9 @@ class Snapshot:
     running: tuple[RunningGang, ...] = ()
     pending: tuple[PendingGang, ...] = ()
     kept: Mapping[str, float] = field(default_factory=dict)
-    """Gang id → planned start of the binding reservation it got at the last cycle
-    (`CycleResult.reservations`), for `Policy.keep_reservations`; empty after a restart."""
+    """Gang id → since when it has held a binding reservation, cycle after cycle, for the gangs
+    that held one at the last cycle (`CycleResult.reservations`), for
+    `Policy.keep_reservations`; empty after a restart."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,7 +425,9 @@ class Policy:
     """A gang that held a binding reservation at the last cycle keeps it (Maui's
     `RESERVATIONPOLICY HIGHEST`: once a job has a priority reservation it keeps one until it
     runs, even when other jobs come before it in priority): before any other gang is planned,
-    the kept gangs still starving (or owed) are planned again, earliest planned start first.
+    the kept gangs still starving (or owed) are planned again, the longest held first
+    (`Snapshot.kept`; a first replay ordered them by planned start instead, which only
+    re-planned in another order: see `bench/SIM.md`, twenty-first round).
     Off, every cycle plans its reservations afresh in the queues' fair-share order, which
     moves with every start and end: on Philly the 32-GPU `philly-31450` held a binding
     reservation 1,635 h of its 1,807-h wait, but it slipped later or was lost 4,698 times,

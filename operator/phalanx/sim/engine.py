@@ -264,8 +264,8 @@ class Replay:
         self.heap: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
         self.pending: dict[str, SimJob] = {}
-        #: The last core cycle's binding reservations, gang id → planned start
-        #: (`Snapshot.kept`, for `Policy.keep_reservations`).
+        #: The gangs holding a binding reservation at the last core cycle, gang id → since
+        #: when they have held one (`Snapshot.kept`, for `Policy.keep_reservations`).
         self.kept: dict[str, float] = {}
         self.running: dict[str, SimJob] = {}
         self.completed: list[CompletedJob] = []
@@ -503,7 +503,7 @@ class Replay:
         began = time.perf_counter()
         result = schedule(snapshot, self.policy.core, t_s)
         self.cycle_seconds.append(time.perf_counter() - began)
-        self.kept = {gid: r.start for gid, r in result.reservations.items()}
+        self.kept = {gid: self.kept.get(gid, t_s) for gid in result.reservations}
         for eviction in result.evictions:
             victim = self.running.get(eviction.gang)
             if victim is not None:

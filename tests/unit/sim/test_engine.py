@@ -245,24 +245,25 @@ def test_deeper_backfill_reserves_for_the_second_gang_too() -> None:
 
 def test_each_cycle_sees_the_last_cycles_binding_reservations() -> None:
     """`Snapshot.kept` (for `Policy.keep_reservations`): the replay hands each core cycle the
-    binding reservations the cycle before it made, gang id → planned start. The trace of
-    `test_sim_verdicts`: qb's b0 and b1 hold both nodes, its b2 (16 GPUs) starves and holds a
-    binding reservation until it starts; the first cycle sees none."""
+    gangs the cycle before it gave a binding reservation, each with the time of the first cycle
+    of its unbroken run of them. The trace of `test_sim_verdicts`: qb's b0 and b1 hold both
+    nodes, its b2 (16 GPUs) starves and holds a binding reservation until it starts; the first
+    cycle sees none."""
     from phalanx.core import CycleResult, Snapshot
     from phalanx.sim import engine
 
-    seen: list[tuple[dict[str, float], dict[str, float]]] = []
+    seen: list[tuple[float, dict[str, float], set[str]]] = []
 
     class Watching(engine.Replay):
         def _snapshot(self) -> Snapshot:
             snap = super()._snapshot()
-            seen.append((dict(snap.kept), {}))
+            seen.append((-1.0, dict(snap.kept), set()))
             return snap
 
         def _core_cycle(self, t_s: float) -> CycleResult | None:
             result = super()._core_cycle(t_s)
             if result is not None:
-                seen[-1][1].update({g: r.start for g, r in result.reservations.items()})
+                seen[-1] = (t_s, seen[-1][1], set(result.reservations))
             return result
 
     jobs = [
@@ -277,7 +278,9 @@ def test_each_cycle_sees_the_last_cycles_binding_reservations() -> None:
         core=replace(get_policy("phalanx").core, reserve_after_limits=1.0, keep_reservations=True),
     )
     Watching(jobs, cluster(2), queues, policy, cycle_interval_s=60.0).run()
-    assert seen[0][0] == {}
-    assert any(made for _, made in seen), "no cycle made a binding reservation"
-    for (_, made), (kept, _) in pairwise(seen):
-        assert kept == made
+    assert seen[0][1] == {}
+    assert any(made for _, _, made in seen), "no cycle made a binding reservation"
+    since: dict[str, float] = {}
+    for (t_s, _, made), (_, kept, _) in pairwise(seen):
+        since = {gid: since.get(gid, t_s) for gid in made}
+        assert kept == since

@@ -1497,6 +1497,70 @@ figure), 0.94 below counting only the work kept, and the default itself is 1.16 
 `volcano` on the kept figure: Volcano evicts more often (10,255) but throws away less run (65,694
 GPU-h). ITP (one queue) is unchanged by construction (a lone queue never lends), not replayed.
 
+**Twenty-first round (2026-12-04, 03:50–06:00 UTC): why the 32-GPU gang's reservation slips, and
+keeping reservations once given; measured, not shipped.** `python -m phalanx.sim.verdicts` now
+also follows each watched job's binding reservation from cycle to cycle: how long it held one, how
+often the next cycle put it on other nodes, and every *slip*, a cycle whose reservation starts more
+than one cycle (60 s) later than the cycle before planned, or that gives it none, with the gangs
+that cycle started on the earlier plan's nodes and those planned before it there (two hand-worked
+unit tests in `tests/unit/sim/test_sim_verdicts.py`, red when every cycle counts as a slip or when
+gangs planned after it are blamed). On the default (phase 0, compiled core; `--job philly-31450
+--job philly-590 --job philly-29749`):
+
+- **`philly-31450`** (32 GPUs, VC `2869ce`) held a binding reservation for 1,635 h of its 1,807-h
+  wait, yet the next cycle put it on other nodes 8,510 times, and it slipped or was lost 4,698
+  times. 3,368 of them were to gangs planned before it on the nodes it had: the binding
+  reservations are planned queue by queue in fair-share order, and that order changes with every
+  start and end (its own VC was below 90% of its share for 22% of the wait, within it 33%, beyond
+  it 45%), so each cycle a different queue's starving 1- and 8-GPU gangs are planned first on the
+  nodes drained for it. 820 were to gangs the walk started on capacity that freed before its
+  planned start (an end before the time limit): the walk hands it out in queue order, and the
+  reservation goes ahead of the order only while its queue stays within its share. 415 had
+  neither (the plan moved by itself) and 95 gave it no binding reservation.
+- **`philly-590`**, which waits behind it: 311 h of binding reservation in a 1,711-h wait, 1,884
+  slips, 1,545 of them to gangs planned first. **`philly-29749`** (the 1-GPU job reclaimed 105
+  times): 2,181 slips in 409 h of verdicts, 1,009 to gangs planned first, 575 to gangs started
+  there.
+
+**Keeping a reservation once given** (`keep_reservations`, new, off; three hand-worked unit tests
+in `tests/unit/core/test_core_policy_keep_reservations.py`, red when the kept gangs are not
+planned first or not in their order; the simulator hands each cycle the last cycle's binding
+reservations, `Snapshot.kept`, checked in `tests/unit/sim/test_engine.py`). Maui's
+`RESERVATIONPOLICY HIGHEST`: a job that has had a priority reservation keeps one until it runs,
+even when other jobs come before it in priority later. Before any other gang is planned, the gangs
+that held a binding reservation at the last cycle and still starve (or are owed their share) are
+planned again. In which order matters; two were replayed:
+
+| setting | util. / kept | mean h | p95 h | 33+ h | worst queue | evictions / GPU-h lost |
+|---|---|---|---|---|---|---|
+| shipped default | 77.53 / 71.82% | 6.18 | 16.73 | 40.0 | 29.1% | 6,830 / 76,373 |
+| same, phase 15 | 77.90% | 6.81 | 19.93 | 29.0 | 26.7% | – |
+| kept, by planned start | 77.63 / 71.83% | 6.20 | 16.17 | 37.8 | 31.9% | 8,208 / 77,621 |
+| same, phase 15 | 77.61 / 71.87% | 6.22 | 15.67 | 26.9 | 30.0% | – / 76,825 |
+| kept, longest held first | 77.51 / 71.87% | 6.31 | 16.84 | 36.9 | 27.6% | 6,525 / 75,602 |
+| same, phase 15 | 77.54 / 71.85% | 6.35 | 17.11 | 28.8 | 27.8% | – / 76,133 |
+
+(Phase 0 rows from `--json` of the verdicts replay with `--set keep_reservations=true`, the first
+at commit `1db0e5c`; phase 15 rows `bench/sim_noise.py --custom keep-reservations phalanx
+keep_reservations=true --only philly --phase 15`, the first recorded as
+`keep-reservations-by-start`.) By planned start the kept gangs are only re-planned in another
+order: `philly-31450` slipped more, not less (7,781 times, 6,322 to gangs planned first, since a
+gang whose reservation comes sooner is planned before it every cycle), and started 48 h later.
+Longest held first is what Maui means, and it does what it says: `philly-31450` slipped 580 times
+instead of 4,698 and was put on other nodes 2,960 times instead of 8,510; `philly-590`, 143 slips
+instead of 1,884. But neither starts sooner: `philly-31450` at hour 2,407.7 against 2,409.3,
+`philly-590` at 2,442.5 against 2,459.0. Of its 580 slips, 385 are now to gangs the walk started on
+its nodes when they freed before its planned start: what a kept reservation does not stop is the
+capacity freed early for it going, in queue order, to other queues' gangs with limits of days,
+which then push its start out by days. Against the default the figures move within the phase noise
+(the default's own mean is 6.18 h at phase 0 and 6.81 h at phase 15): at phase 0 mean +2%, p95
++1%, 33+ −8%, worst queue −1.5 points; at phase 15 mean −7%, p95 −14%, 33+ −1%, worst queue +1.1
+points, utilisation −0.36 points. Not shipped: it stops plans churning but not the waits they
+promise. What the record points at next is the early-freed capacity: a gang whose reservation has
+been kept a long time could be started ahead of the walk whatever its queue's standing (today the
+honoured reservation requires the queue to stay within its share, and `2869ce` was beyond its
+share for 45% of `philly-31450`'s wait).
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

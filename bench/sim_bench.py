@@ -1556,10 +1556,14 @@ which then push its start out by days. Against the default the figures move with
 (the default's own mean is 6.18 h at phase 0 and 6.81 h at phase 15): at phase 0 mean +2%, p95
 +1%, 33+ −8%, worst queue −1.5 points; at phase 15 mean −7%, p95 −14%, 33+ −1%, worst queue +1.1
 points, utilisation −0.36 points. Not shipped: it stops plans churning but not the waits they
-promise. What the record points at next is the early-freed capacity: a gang whose reservation has
-been kept a long time could be started ahead of the walk whatever its queue's standing (today the
-honoured reservation requires the queue to stay within its share, and `2869ce` was beyond its
-share for 45% of `philly-31450`'s wait).
+promise. What the record points at next is the early-freed capacity. A gang that fits now is left
+to the walk, where it holds nothing until its queue's turn; its reservation is honoured ahead of the
+walk only while its queue stays within its share (`2869ce` was beyond it for 45% of
+`philly-31450`'s wait). Honouring it beyond the share is the nineteenth round's
+`honour_after_beyond_share`, which made reclaim evict everything else (207 thousand GPU-h thrown
+away). Not yet known: the queue's standing at each of those 385 slips — while it borrows, the slip
+is the trade between the gang's age and the other queues' shares (the owner's call); within its
+share, the honour rule misses a case and can be mended.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

@@ -62,7 +62,8 @@ class Prepared:
     roll_forward: dict[str, dict[str, str]]
     roll_back: dict[str, str]
     kept: Mapping[str, float]
-    """`Snapshot.kept`: the last cycle's binding reservations (`Policy.keep_reservations`)."""
+    """`Snapshot.kept`: the gangs holding a binding reservation at the last cycle, each with
+    since when it has held one (`Policy.keep_reservations`)."""
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:

@@ -18,6 +18,7 @@ and standing collapsed into one span, with the first message of the span in full
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -132,6 +133,13 @@ class Slip:
         if self.held_before:
             out += "; reserved before it there: " + ", ".join(self.held_before[:4])
         return out
+
+    @property
+    def moved_s(self) -> float:
+        """How much later it now starts (infinite when it lost its reservation)."""
+        if self.now_start_s is None:
+            return math.inf
+        return self.now_start_s - self.was_start_s
 
     @property
     def cause(self) -> str:
@@ -347,9 +355,7 @@ def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
                 or "never"
             )
         )
-        worst = sorted(
-            w.slips, key=lambda x: -((x.now_start_s or x.was_start_s + 1e9) - x.was_start_s)
-        )[:spans]
+        worst = sorted(w.slips, key=lambda x: -x.moved_s)[:spans]
         for slip in sorted(worst, key=lambda x: x.t_s):
             out.append(f"    {slip}")
     splits = (

@@ -29,6 +29,7 @@ import kopf
 from phalanx.config import OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
 from phalanx.core_build import core_build
+from phalanx.k8s import stop_signals
 from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
@@ -411,6 +412,13 @@ def check_port_free(flag: str, port: int) -> None:
             raise listen_error(flag, port, exc) from exc
 
 
+async def _own_signals(kopf_ready: asyncio.Event, stop_flag: asyncio.Event) -> None:
+    """Once kopf has installed its signal handlers (it raises `kopf_ready` after), replace them
+    with ours (`stop_signals`): the same stop, without kopf's traceback on a repeat."""
+    await kopf_ready.wait()
+    stop_signals.install(stop_flag)
+
+
 async def run_operator(
     config: OperatorConfig,
     kubeconfig: str | None = None,
@@ -454,6 +462,7 @@ async def run_operator(
         tasks.append(asyncio.create_task(informer.run(), name=f"informer {informer.what}"))
     tasks.append(asyncio.create_task(source.wait_synced(), name="sync gate"))
     stop_flag: asyncio.Event = stop or asyncio.Event()
+    kopf_ready = asyncio.Event()
     health = f"http://0.0.0.0:{config.health_port}/healthz" if config.health_port else None
     kopf_task = asyncio.create_task(
         kopf.operator(
@@ -463,9 +472,11 @@ async def run_operator(
             standalone=True,
             liveness_endpoint=health,
             stop_flag=stop_flag,
+            ready_flag=kopf_ready,
         ),
         name="kopf",
     )
+    tasks.append(asyncio.create_task(_own_signals(kopf_ready, stop_flag), name="signals"))
     tasks.append(asyncio.create_task(scheduler.run(source.synced), name="scheduler"))
     try:
         await kopf_task

@@ -61,6 +61,22 @@ def standing(allocated: int, deserved: int) -> str:
     return "queue borrowing beyond its share"
 
 
+def _standing_in(result: CycleResult, queue: str) -> str:
+    """`standing` of `queue` after this cycle's bindings."""
+    q = result.queues.get(queue)
+    if q is None:
+        return "queue unknown"
+    return standing(q.allocated.get(GPU, 0), q.deserved.get(GPU, 0))
+
+
+def _short(stand: str) -> str:
+    """`standing` in one word, for the gangs a slip names."""
+    for word in ("below", "within", "beyond", "nothing"):
+        if word in stand:
+            return {"nothing": "no share"}.get(word, word)
+    return "unknown"
+
+
 @dataclass
 class Span:
     """Consecutive cycles with one verdict on a job: from `start_s` to `end_s`."""
@@ -122,12 +138,20 @@ class Slip:
     """Gangs this cycle started on the earlier plan's nodes: `gang (GPUs, queue, reason)`."""
     held_before: list[str] = field(default_factory=list)
     """Gangs planned before it this cycle whose reservations hold the earlier plan's nodes."""
+    standing: str = ""
+    """Its queue's `standing` this cycle: whether the gangs that took its place could have
+    been kept off while its queue was owed (below or within its share) or not (borrowing)."""
 
     def __str__(self) -> str:
         now = "none" if self.now_start_s is None else f"{self.now_start_s / HOUR:.1f} h"
         out = f"{self.t_s / HOUR:9.1f} h: planned start {self.was_start_s / HOUR:.1f} h -> {now}"
-        if self.now_start_s is not None:
-            out += f" ({'same' if self.same_nodes else 'other'} nodes)"
+        notes = (
+            [] if self.now_start_s is None else [f"{'same' if self.same_nodes else 'other'} nodes"]
+        )
+        if self.standing:
+            notes.append(f"its queue {_short(self.standing)}")
+        if notes:
+            out += f" ({', '.join(notes)})"
         if self.bound_there:
             out += "; started there: " + ", ".join(self.bound_there[:4])
         if self.held_before:
@@ -224,13 +248,8 @@ class _Replay(engine.Replay):
                 w.start_s = t_s
                 w.plan = None
                 continue
-            self._track_plan(w, gid, t_s, result)
-            q = result.queues.get(sim.gang.queue)
-            stand = (
-                standing(q.allocated.get(GPU, 0), q.deserved.get(GPU, 0))
-                if q is not None
-                else "queue unknown"
-            )
+            stand = _standing_in(result, sim.gang.queue)
+            self._track_plan(w, gid, t_s, result, stand)
             reason, kind = d.reason.value, kind_of(d.message)
             v.last[job_id] = (reason, kind, stand)
             last = w.spans[-1] if w.spans else None
@@ -243,9 +262,12 @@ class _Replay(engine.Replay):
                 w.spans.append(Span(t_s, t_s, reason, kind, stand, d.message))
         return result
 
-    def _track_plan(self, w: Watched, gid: str, t_s: float, result: CycleResult) -> None:
+    def _track_plan(
+        self, w: Watched, gid: str, t_s: float, result: CycleResult, stand: str
+    ) -> None:
         """Record the binding reservation this cycle gave the job, and a `Slip` when it starts
-        later than the last cycle's (or is gone), with what took the earlier plan's nodes."""
+        later than the last cycle's (or is gone), with what took the earlier plan's nodes and
+        where its queue and theirs stood (`stand` is its own)."""
         res = result.reservations.get(gid)
         now = None if res is None else (res.start, res.nodes)
         was, w.plan = w.plan, now
@@ -257,15 +279,20 @@ class _Replay(engine.Replay):
             return
         old = set(was[1])
         slip = Slip(
-            t_s, was[0], None if now is None else now[0], now is not None and now[1] == was[1]
+            t_s,
+            was[0],
+            None if now is None else now[0],
+            now is not None and now[1] == was[1],
+            standing=stand,
         )
         for other, pods in result.bindings.items():
             if old & set(pods.values()):
                 d = result.gangs.get(other)
                 sim = self.by_gang.get(other)
+                queue = "" if sim is None else sim.gang.queue
                 slip.bound_there.append(
                     f"{other} ({0 if sim is None else sim.gpus}, "
-                    f"{'' if sim is None else sim.gang.queue}, "
+                    f"{queue} {_short(_standing_in(result, queue))}, "
                     f"{'' if d is None else d.reason.value})"
                 )
         for other, r in result.reservations.items():
@@ -273,9 +300,10 @@ class _Replay(engine.Replay):
                 break
             if old & set(r.nodes):
                 sim = self.by_gang.get(other)
+                queue = "" if sim is None else sim.gang.queue
                 slip.held_before.append(
                     f"{other} ({0 if sim is None else sim.gpus}, "
-                    f"{'' if sim is None else sim.gang.queue}, at {r.start / HOUR:.1f} h)"
+                    f"{queue} {_short(_standing_in(result, queue))}, at {r.start / HOUR:.1f} h)"
                 )
         w.slips.append(slip)
 
@@ -355,6 +383,16 @@ def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
                 or "never"
             )
         )
+        by_standing: dict[str, dict[str, int]] = {}
+        for slip in w.slips:
+            counts = by_standing.setdefault(slip.cause, {})
+            word = _short(slip.standing)
+            counts[word] = counts.get(word, 0) + 1
+        for cause, counts in sorted(by_standing.items(), key=lambda kv: -sum(kv[1].values())):
+            out.append(
+                f"    {cause}, its queue: "
+                + ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
+            )
         worst = sorted(w.slips, key=lambda x: -x.moved_s)[:spans]
         for slip in sorted(worst, key=lambda x: x.t_s):
             out.append(f"    {slip}")

@@ -58,7 +58,7 @@ def test_a_jobs_verdicts_and_how_long_each_held() -> None:
         "0 runs evicted (0.0 h of run thrown away)"
     )
     assert (
-        "reason:" in lines[3] and "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
+        "reason:" in lines[4] and "1 longest" in lines[-2] and "WaitingForReservation" in lines[-1]
     )
     # 1,900–1,950: qa is owed its share, so a1 holds a binding reservation behind b2's (from
     # 5,400 = 3,600 + b2's 30 min limit); from 1,950 it fits now but for b2's hold and is only
@@ -66,7 +66,10 @@ def test_a_jobs_verdicts_and_how_long_each_held() -> None:
     assert a1.planned_s == 50.0
     (slip,) = a1.slips
     assert (slip.t_s, slip.was_start_s, slip.now_start_s) == (1950.0, 5400.0, None)
-    assert slip.held_before == ["sim/b2 (16, qb, at 1.0 h)"]
+    # qa holds 0 of its 8 (below); qb holds b1's 8 of its 8 (within).
+    assert slip.held_before == ["sim/b2 (16, qb within, at 1.0 h)"]
+    assert slip.standing == "queue below 90% of its share"
+    assert lines[2] == "    its nodes reserved for gangs planned first, its queue: 1 below"
 
 
 def test_a_job_not_in_the_trace_is_refused_before_the_replay() -> None:
@@ -145,14 +148,17 @@ def test_a_reservation_moved_by_a_gang_planned_first_is_a_slip_with_its_cause() 
         5400.0,
         True,
     )
-    assert (slip.bound_there, slip.held_before) == ([], ["sim/a1 (8, qa, at 1.0 h)"])
+    # qb holds b0's and b1's 16 of its deserved 8 (beyond); qa nothing of its 8 (below).
+    assert (slip.bound_there, slip.held_before) == ([], ["sim/a1 (8, qa below, at 1.0 h)"])
+    assert slip.standing == "queue borrowing beyond its share"
     assert slip.cause == "its nodes reserved for gangs planned first"
     lines = report("b2", b2, spans=5)
     assert lines[1] == (
         "  binding reservation 0.9 h; re-planned onto other nodes 0 times; slipped later or "
         "lost 1 times: 1 its nodes reserved for gangs planned first"
     )
-    assert lines[2].endswith(
-        "planned start 1.0 h -> 1.5 h (same nodes); reserved before it there: "
-        "sim/a1 (8, qa, at 1.0 h)"
+    assert lines[2] == "    its nodes reserved for gangs planned first, its queue: 1 beyond"
+    assert lines[3].endswith(
+        "planned start 1.0 h -> 1.5 h (same nodes, its queue beyond); reserved before it "
+        "there: sim/a1 (8, qa below, at 1.0 h)"
     )

@@ -336,6 +336,62 @@ def test_a_gang_past_its_time_limit_after_an_operator_restart_is_evicted(
         op.stop()
 
 
+def test_a_podgroup_applied_again_while_its_pods_run_keeps_their_start(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """Deleting a running gang's PodGroup and applying it again (to change an immutable field,
+    or by accident) must not restart its time limit: the new object has no `scheduledAt`, and
+    the run started when its first member was bound (its `PodScheduled` transition). It is
+    Running with a `Scheduled` condition saying so, and its pods were never touched."""
+    custom = phalanx_api
+    with PodLog(cluster, ns) as log:
+        _create_group(custom, ns, pod_group("again", 2, time_limit=3600))
+        for i in range(2):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"again-{i}", "again", 8))
+        wait_for(
+            lambda: group_status(custom, ns, "again").get("phase") == "Running",
+            timeout=60,
+            what="the gang to run",
+        )
+        bound = min(
+            _epoch_of(c.last_transition_time)
+            for p in _pods(cluster, ns, "again")
+            for c in p.status.conditions or []
+            if c.type == "PodScheduled" and c.status == "True"
+        )
+        custom.delete_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", "again")
+        wait_for(
+            lambda: any(
+                e.reason == "PodGroupNotFound" and "bound to" in (e.message or "")
+                for e in cluster.core.list_namespaced_event(ns).items
+            ),
+            timeout=30,
+            what="a PodGroupNotFound Event on a pod still bound, once its PodGroup is gone",
+        )
+        wait_for(
+            lambda: time.time() > bound + 2,
+            timeout=10,
+            what="2 s since the first bind, so that a start counted from now would differ",
+        )
+        _create_group(custom, ns, pod_group("again", 2, time_limit=3600))
+        status = wait_for(
+            lambda: (s := group_status(custom, ns, "again")).get("scheduledAt") and s,
+            timeout=30,
+            what="the PodGroup applied again to get a scheduledAt",
+        )
+    assert _epoch(status["scheduledAt"]) == bound, (status["scheduledAt"], bound)
+    assert status["phase"] == "Running", status
+    cond = next(c for c in status["conditions"] if c["type"] == "Scheduled")
+    assert (cond["status"], cond["reason"]) == ("True", "Scheduled"), cond
+    assert "found 2 members already bound" in cond["message"], cond
+    assert log.deleted_before_finishing() == [], "no member was evicted or rolled back"
+
+
+def _epoch_of(when: Any) -> float:
+    """A timestamp as the client gives it (a datetime) in epoch seconds."""
+    return float(when.timestamp())
+
+
 def _epoch(rfc3339: str) -> float:
     from datetime import datetime
 

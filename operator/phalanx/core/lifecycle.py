@@ -179,10 +179,12 @@ class GangFacts:
 
     `recorded_phase` is `status.phase` as the object holds it (a string: a hand-edited status
     may hold anything, and is then simply not believed). `scheduled_at` is the durable start
-    (`status.scheduledAt`, written with the decision record, before the first bind). `binding`:
-    this operator has a bind of the gang in flight (the one fact only memory holds; a restarted
-    operator has none in flight, which is the truth). `evicting_now`: it has an eviction or a
-    rollback of the gang in flight, whose `Evicted` mark the watch may not show yet.
+    (`status.scheduledAt`, written with the decision record, before the first bind).
+    `bound_since`: when the first of its live members was bound, as the pods say (`run_start`).
+    `binding`: this operator has a bind of the gang in flight (the one fact only memory holds;
+    a restarted operator has none in flight, which is the truth). `evicting_now`: it has an
+    eviction or a rollback of the gang in flight, whose `Evicted` mark the watch may not show
+    yet.
     """
 
     id: str
@@ -191,6 +193,7 @@ class GangFacts:
     created: float = 0.0
     recorded_phase: str | None = None
     scheduled_at: float | None = None
+    bound_since: float | None = None
     evicted: EvictedMark | None = None
     owner: OwnerState = OwnerState.NONE
     binding: bool = False
@@ -201,6 +204,15 @@ class GangFacts:
     schedule_timeout: float | None = None
     record: Record = Record.NONE
     record_problem: str = ""
+
+
+def run_start(facts: GangFacts) -> float | None:
+    """When the gang's run started, for its time limit: `scheduled_at`, else when its first
+    live member was bound. A PodGroup deleted and applied again while its pods run has no
+    `scheduledAt`; counting from the moment it was found (as once) would let anyone who may
+    delete and create PodGroups restart a gang's time limit at will, and every reservation
+    planned from that limit would start late."""
+    return facts.scheduled_at if facts.scheduled_at is not None else facts.bound_since
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +355,7 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
 
     whole = n.live + n.succeeded >= facts.min_member and n.live + n.succeeded > 0
     ran = recorded in (Phase.RUNNING, Phase.DEGRADED)
-    limit, started = facts.time_limit, facts.scheduled_at
+    limit, started = facts.time_limit, run_start(facts)
     ran_for = now - started if started is not None else 0.0
     if n.live and limit is not None and ran_for >= limit and (whole or ran):
         return LifecycleDecision(

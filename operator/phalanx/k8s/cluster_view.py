@@ -54,6 +54,7 @@ from phalanx.core.lifecycle import (
     check_record,
     decide,
     member_lost,
+    run_start,
 )
 from phalanx.core.reasons import format_duration
 from phalanx.k8s.records import (
@@ -83,6 +84,8 @@ class Gang:
     finished: list[PodRec] = field(default_factory=list)
     status: Mapping[str, Any] = field(default_factory=dict)
     decision: LifecycleDecision | None = None
+    started: float | None = None
+    """`core.lifecycle.run_start`: when its run started, for `scheduledAt` when it has none."""
     auto: AutoGang | None = None
     """For a gang of pods that name no PodGroup: what `core.autogang` decided for them."""
 
@@ -351,6 +354,10 @@ def build_view(
             created=gang.group.created if gang.group else min(p.created for p in gang.pods),
             recorded_phase=_str(gang.status.get("phase")),
             scheduled_at=parse_time(gang.status.get("scheduledAt")),
+            bound_since=min(
+                (p.bound_at for p in gang.pods if p.holds_capacity and p.bound_at is not None),
+                default=None,
+            ),
             evicted=_evicted(gang.status),
             owner=_owner_state(gang, jobs),
             binding=gang.uid in busy,
@@ -363,6 +370,7 @@ def build_view(
             record_problem=problem,
         )
         decision = gang.decision = decide(facts, lifecycle, now)
+        gang.started = run_start(facts)
         if (
             gang.group is not None
             and gang.auto is not None
@@ -402,7 +410,7 @@ def build_view(
                     queue=queue_name,
                     members=members,
                     priority=priority,
-                    start_time=facts.scheduled_at if facts.scheduled_at is not None else now,
+                    start_time=gang.started if gang.started is not None else now,
                     time_limit=limit,
                     # A budget that allows no disruption now protects the gang from reclaim
                     # and preemption: the core picks another victim.

@@ -96,6 +96,9 @@ class PodRec:
     """Only the annotations automatic ganging reads (`phalanx.dev/*`, Volcano's queue)."""
     native_group: bool = False
     """`group` is a native `scheduling.k8s.io` PodGroup, named by `spec.schedulingGroup`."""
+    bound_at: float | None = None
+    """When it was bound: its `PodScheduled=True` transition (the binding sets it), else
+    `status.startTime`. Where a gang's run started when its PodGroup has no `scheduledAt`."""
 
     @property
     def terminal(self) -> bool:
@@ -325,6 +328,12 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
     )
     native = native_group_name(spec)
+    bound_at = None
+    if spec.get("nodeName"):
+        if scheduled is not None and scheduled.get("status") == "True":
+            bound_at = parse_time(scheduled.get("lastTransitionTime"))
+        if bound_at is None:
+            bound_at = parse_time(status.get("startTime"))
     return PodRec(
         key=f"{meta.get('namespace')}/{meta.get('name')}",
         namespace=meta.get("namespace", ""),
@@ -358,6 +367,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         active_deadline=_positive(deadline),
         priority_class=spec.get("priorityClassName") or None,
         owner_api=str(controller.get("apiVersion", "")) if controller else "",
+        bound_at=bound_at,
         annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS) or _NO_ANNOTATIONS,
         scheduled=(
             (

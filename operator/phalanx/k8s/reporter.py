@@ -330,7 +330,28 @@ class Reporter:
         if d.action is Action.RUN:
             desired = running_status(gang, assumed, d.phase)
             if gang.status.get("scheduledAt") is None:
-                desired["scheduledAt"] = rfc3339(now)  # written by an older version: start now
+                # Found running with no start of its own: applied again while its pods ran, or
+                # written by an older version. Its run started when its first member was bound.
+                started = gang.started if gang.started is not None else now
+                desired["scheduledAt"] = rfc3339(started)
+                if not any(
+                    c.get("type") == "Scheduled" for c in gang.status.get("conditions") or []
+                ):
+                    desired["conditions"] = merge_conditions(
+                        gang.status,
+                        [
+                            condition(
+                                gang.status,
+                                "Scheduled",
+                                "True",
+                                Reason.SCHEDULED,
+                                f"found {desired['bound']} members already bound (the first at "
+                                f"{rfc3339(started)}) and no record of binding them: running, "
+                                "its time limit counted from then",
+                                now,
+                            )
+                        ],
+                    )
             return desired
         if d.action is Action.FAIL:
             previous = gang.status
@@ -440,6 +461,12 @@ class Reporter:
                         f"{NATIVE_VERSION} PodGroups (the operator checks at start)"
                     )
                     if pod.native_group
+                    else (
+                        f"bound to {pod.node_name} with no PodGroup {pod.namespace}/{pod.group} "
+                        "(deleted?): its resources still count as used; no gang rules (time "
+                        "limit, member failure) apply to it until the PodGroup exists again"
+                    )
+                    if pod.node_name
                     else f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
                     "Warning",
                 )

@@ -154,6 +154,32 @@ CASES = [
         Phase.RUNNING,
         Action.RUN,
     ),
+    Case(
+        "PodGroup applied again while its pods run (no scheduledAt, no phase): its limit "
+        "counts from its first member's bind, 150 s ago",
+        facts("RRRR", bound_since=850.0, time_limit=100.0),
+        Phase.RUNNING,
+        Action.EVICT,
+        "TimeLimitExceeded",
+    ),
+    Case(
+        "no scheduledAt, members bound 50 s ago: within its 100-s limit",
+        facts("RRRR", bound_since=950.0, time_limit=100.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "scheduledAt is the start when written (binds come after it): 50 s of 100",
+        facts(
+            "RRRR",
+            recorded_phase="Running",
+            scheduled_at=950.0,
+            bound_since=800.0,
+            time_limit=100.0,
+        ),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
     # -- member failure ---------------------------------------------------------------------
     Case(
         "a member failed, memberFailure evict (default): evicted whole",

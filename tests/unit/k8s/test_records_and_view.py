@@ -240,3 +240,36 @@ def test_a_view_built_with_the_cache_equals_one_built_afresh_after_changes() -> 
     assert second.nodes[3] != first.nodes[3], "another scheduler's pod changed what n3 has used"
     assert second.running[0].members[0] is first.running[0].members[0]
     assert set(cache.pending) == {"ns/q-0"}, "gone pods are forgotten"
+
+
+def _bound(name: str, at: str | None, started: str | None = None) -> dict[str, Any]:
+    body = pod(name, group="run", node_name="n1", gpus=1, phase="Running")
+    if at is not None:
+        body["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": at}
+        ]
+    if started is not None:
+        body["status"]["startTime"] = started
+    return body
+
+
+def test_a_gang_found_running_without_scheduled_at_started_at_its_first_bind() -> None:
+    """Its PodGroup was applied again while its pods ran: no `scheduledAt`. Members bound at
+    850 (`PodScheduled`'s transition) and 870 (only `startTime`); now is 1,000, its limit 100 s:
+    it started at 850 and is past its limit, not 0 s into it as when counted from now."""
+    pods = [_bound("r0", "1970-01-01T00:14:10Z"), _bound("r1", None, "1970-01-01T00:14:30Z")]
+    assert [pod_record(p).bound_at for p in pods] == [850.0, 870.0]
+    v = view([node("n1")], pods, [group("run", 2, timeLimitSeconds=100)])
+    gang = v.gangs["ns/run"]
+    assert gang.started == 850.0
+    assert gang.decision is not None and gang.decision.reason == "TimeLimitExceeded"
+    (running,) = [r for r in v.snapshot.running if r.id == "ns/run"]
+    assert running.start_time == 850.0
+
+
+def test_an_unbound_pod_has_no_bind_time_whatever_its_conditions_say() -> None:
+    body = pod("p0", group="run")
+    body["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "lastTransitionTime": "1970-01-01T00:14:10Z"}
+    ]
+    assert pod_record(body).bound_at is None

@@ -225,3 +225,65 @@ def test_a_victim_protected_by_a_disruption_budget_is_skipped_for_another(
     younger = _condition(group_status(custom, ns, "younger"), "Evicted")
     assert younger is None or younger["status"] == "False", younger
     assert all(nodes_of(cluster, ns, "younger").values())
+
+
+def _queue_status(custom: Any, name: str) -> dict[str, Any]:
+    obj = custom.get_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
+    status: dict[str, Any] = obj.get("status") or {}
+    return status
+
+
+def test_a_queues_status_follows_its_gangs_out_and_a_queue_made_again_gets_one(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """Its last gang gone, a Queue's `allocated` holds no GPUs (a merge patch of `{}` left the
+    old figure); deleted and created again, the new object gets its whole status (the operator
+    once compared with what it had written to the old one, found nothing changed, and wrote
+    nothing)."""
+    custom, name = phalanx_api, "comeback"
+    ensure_queue(custom, name, {"weight": 1})
+    try:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("held", 2, queue=name)
+        )
+        for i in range(2):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"held-{i}", "held", 8))
+        wait_for(
+            lambda: _queue_status(custom, name).get("allocated", {}).get("nvidia.com/gpu") == "16",
+            timeout=60,
+            what=f"queue {name} to be allocated the gang's 16 GPUs",
+        )
+        custom.delete_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", "held")
+        cluster.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+        status = wait_for(
+            lambda: (s := _queue_status(custom, name)).get("runningGangs") == 0 and s,
+            timeout=60,
+            what=f"queue {name} to count no running gang once its gang is deleted",
+        )
+        assert "nvidia.com/gpu" not in status.get("allocated", {}), status
+
+        custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
+        wait_for(
+            lambda: (
+                name
+                not in {
+                    q["metadata"]["name"]
+                    for q in custom.list_cluster_custom_object("phalanx.dev", "v1alpha1", "queues")[
+                        "items"
+                    ]
+                }
+            ),
+            timeout=30,
+            what=f"queue {name} to be deleted",
+        )
+        ensure_queue(custom, name, {"weight": 1})
+        again = wait_for(
+            lambda: (s := _queue_status(custom, name)).get("conditions") and s,
+            timeout=30,
+            what=f"queue {name}, created again, to get a status with its conditions",
+        )
+        assert {"deserved", "allocated", "fairShare", "usage"} <= again.keys(), again
+        ready = next(c for c in again["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "True", ready
+    finally:
+        custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)

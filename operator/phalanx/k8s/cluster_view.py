@@ -157,6 +157,8 @@ class View:
     """Pods whose gang cannot be made: owner not found, workload suspended (they wait)."""
     hints: list[tuple[PodRec, str]] = field(default_factory=list)
     """Gangs of one that could be gangs, with how (one pod per owner)."""
+    queues: dict[str, QueueRec] = field(default_factory=dict)
+    """The Queue objects by name (their uid and status, for the status writes)."""
     oddities: dict[str, str] = field(default_factory=dict)
     """Inputs the contract does not expect, handled by re-deciding from the cluster, each with
     what was done: a pod phase nobody defined, a status edited by hand, an owner not readable.
@@ -494,6 +496,7 @@ def build_view(
         remake=remake,
         unganged=unganged,
         hints=list(hints.values()),
+        queues=queue_by_name,
         oddities=oddities,
     )
 

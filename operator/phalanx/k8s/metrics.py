@@ -6,6 +6,8 @@ benchmark beside the operator, never collide on metric names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from phalanx.config import ConfigError
@@ -78,6 +80,32 @@ class Metrics:
             buckets=(1, 2, 3, 4, 6, 8, 16, 32),
             registry=r,
         )
+        self._queue_series: dict[str, set[str]] = {}
+        """Queue → the resources its deserved/allocated series were set for."""
+
+    def set_queue(
+        self,
+        queue: str,
+        deserved: Mapping[str, int],
+        allocated: Mapping[str, int],
+        pending_gangs: int,
+    ) -> None:
+        """One queue's gauges. A resource it no longer deserves or holds reads 0, not the last
+        value it had (a series is only ever set, so it would stay where it was)."""
+        resources = set(deserved) | set(allocated)
+        for res in self._queue_series.get(queue, set()) | resources:
+            self.queue_deserved.labels(queue=queue, resource=res).set(deserved.get(res, 0))
+            self.queue_allocated.labels(queue=queue, resource=res).set(allocated.get(res, 0))
+        self._queue_series[queue] = self._queue_series.get(queue, set()) | resources
+        self.queue_pending.labels(queue=queue).set(pending_gangs)
+
+    def forget_queues_except(self, queues: set[str]) -> None:
+        """Drop the series of queues that no longer exist (deleted Queues)."""
+        for queue in list(self._queue_series.keys() - queues):
+            for res in self._queue_series.pop(queue):
+                self.queue_deserved.remove(queue, res)
+                self.queue_allocated.remove(queue, res)
+            self.queue_pending.remove(queue)
 
     def serve(self, port: int) -> None:
         """Serve /metrics on `port` (0: not at all); a port that cannot be bound is a bad

@@ -171,6 +171,8 @@ class QueueRec:
     status: Mapping[str, Any]
     error: str | None = None
     priority_classes: tuple[str, ...] | None = None
+    uid: str = ""
+    """A Queue deleted and created again under its name is another object, with no status."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,6 +541,7 @@ def queue_record(body: Mapping[str, Any]) -> QueueRec:
         status=dict(status),
         error=error,
         priority_classes=tuple(classes) if classes is not None else None,
+        uid=str(meta.get("uid", "")),
     )
 
 

@@ -126,7 +126,8 @@ class Reporter:
         self.written_at: dict[str, float] = {}
         self.watched: dict[str, Mapping[str, Any]] = {}
         """PodGroup uid → its status as the watch last showed it."""
-        self.queues_written: dict[str, dict[str, Any]] = {}
+        self.queues_written: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Queue name → (its uid, its whole status as our writes left it)."""
         self.refreshed: dict[str, float] = {}
         self.native_sent: dict[str, list[dict[str, Any]]] = {}
         """Native PodGroup uid → the conditions last written to it."""
@@ -575,13 +576,18 @@ class Reporter:
         usage: Mapping[str, float],
         persist_usage: bool,
     ) -> None:
+        for gone in self.queues_written.keys() - result.queues.keys():
+            del self.queues_written[gone]
+        self.metrics.forget_queues_except(set(result.queues))
         for name, qs in sorted(result.queues.items()):
-            for res, v in qs.deserved.items():
-                self.metrics.queue_deserved.labels(queue=name, resource=res).set(v)
-            for res, v in qs.allocated.items():
-                self.metrics.queue_allocated.labels(queue=name, resource=res).set(v)
-            self.metrics.queue_pending.labels(queue=name).set(qs.pending_gangs)
-            previous = self.queues_written.get(name, {})
+            self.metrics.set_queue(name, qs.deserved, qs.allocated, qs.pending_gangs)
+            rec = view.queues.get(name)
+            uid = rec.uid if rec is not None else ""
+            known = self.queues_written.get(name)
+            if known is not None and known[0] == uid:
+                previous = known[1]
+            else:  # first seen, or deleted and created again: what the object holds
+                previous = dict(rec.status) if rec is not None else {}
             desired = queue_status_body(qs, usage.get(name, 0.0), now, previous)
             if not persist_usage and previous:
                 desired["usage"] = previous.get("usage")
@@ -598,7 +604,7 @@ class Reporter:
             except ApiError as exc:
                 log.warning("status of queue %s: %s", name, exc)
                 continue
-            self.queues_written[name] = {**previous, **patch}
+            self.queues_written[name] = (uid, merge_patch(previous, patch))
         self.metrics.invalid_objects.labels(kind="Queue").set(
             sum(1 for qs in result.queues.values() if qs.invalid)
         )

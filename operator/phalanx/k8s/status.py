@@ -192,13 +192,24 @@ def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str
 
 
 def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The merge patch that turns `current` into `desired` on the fields `desired` names."""
+    """The merge patch that turns `current` into `desired` on the fields `desired` names.
+
+    A map in both is diffed key by key, and a key it no longer has is sent as null: a merge
+    patch merges maps, so sending the new map whole would leave the old one's other keys (a
+    Queue's `allocated` that fell to nothing kept its last GPUs; a gang's `pendingDetail` kept
+    the `bestDomain` of a cycle when topology was what blocked it)."""
     patch: dict[str, Any] = {}
     for key, value in desired.items():
+        old = current.get(key)
         if value is None:
-            if current.get(key) is not None:
+            if old is not None:
                 patch[key] = None
-        elif current.get(key) != value:
+        elif isinstance(value, Mapping) and isinstance(old, Mapping):
+            inner = diff(old, value)
+            inner.update(dict.fromkeys(old.keys() - value.keys()))
+            if inner:
+                patch[key] = inner
+        elif old != value:
             patch[key] = value
     return patch
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from phalanx.config import ConfigError, build_config, parse_topology
-from phalanx.k8s.status import condition, diff, not_evicted
+from phalanx.k8s.metrics import Metrics
+from phalanx.k8s.status import condition, diff, merge_patch, not_evicted
 
 
 def test_diff_names_only_changed_fields_and_nulls_removed_ones() -> None:
@@ -13,6 +14,40 @@ def test_diff_names_only_changed_fields_and_nulls_removed_ones() -> None:
     desired = {"phase": "Pending", "queuePosition": 2, "estimatedStartTime": None, "bound": 0}
     assert diff(current, desired) == {"queuePosition": 2, "estimatedStartTime": None, "bound": 0}
     assert diff(current, {"phase": "Pending"}) == {}
+
+
+def test_diff_of_maps_nulls_the_keys_gone_so_a_merge_patch_lands_exactly_on_desired() -> None:
+    """A merge patch merges maps: `allocated: {}` would leave the GPUs a Queue held, and a
+    `pendingDetail` without `bestDomain` would keep the old one."""
+    current = {
+        "allocated": {"nvidia.com/gpu": "16", "cpu": "4"},
+        "pendingDetail": {"freeGPUs": 8, "bestDomain": "leaf-03", "bestDomainFreeGPUs": 4},
+    }
+    desired = {"allocated": {}, "pendingDetail": {"freeGPUs": 10}}
+    patch = diff(current, desired)
+    assert patch == {
+        "allocated": {"nvidia.com/gpu": None, "cpu": None},
+        "pendingDetail": {"freeGPUs": 10, "bestDomain": None, "bestDomainFreeGPUs": None},
+    }
+    assert merge_patch(current, patch) == desired
+    assert diff(current, current) == {}
+
+
+def test_queue_gauges_read_zero_for_what_is_gone_and_deleted_queues_vanish() -> None:
+    m = Metrics()
+
+    def value(name: str, **labels: str) -> float | None:
+        return m.registry.get_sample_value(name, labels)
+
+    m.set_queue("temp", {"nvidia.com/gpu": 16}, {"nvidia.com/gpu": 16}, 1)
+    m.set_queue("temp", {}, {}, 0)
+    assert value("phalanx_queue_allocated", queue="temp", resource="nvidia.com/gpu") == 0
+    assert value("phalanx_queue_deserved", queue="temp", resource="nvidia.com/gpu") == 0
+    m.set_queue("kept", {"nvidia.com/gpu": 8}, {}, 2)
+    m.forget_queues_except({"kept"})
+    assert value("phalanx_queue_allocated", queue="temp", resource="nvidia.com/gpu") is None
+    assert value("phalanx_queue_pending_gangs", queue="temp") is None
+    assert value("phalanx_queue_deserved", queue="kept", resource="nvidia.com/gpu") == 8
 
 
 def test_condition_keeps_its_transition_time_until_status_or_reason_changes() -> None:

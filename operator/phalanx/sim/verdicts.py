@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from phalanx.core import CycleResult
@@ -415,6 +415,15 @@ def report(name: str, w: Watched, spans: int, kinds: int = 12) -> list[str]:
     return out
 
 
+def write_slips(path: Path, verdicts: Verdicts) -> None:
+    """Every slip of every watched job, one JSON object a line (`job` and the `Slip`'s
+    fields): the report shows the largest; telling the rest apart needs them all."""
+    with path.open("w") as out:
+        for name, w in verdicts.jobs.items():
+            for slip in w.slips:
+                out.write(json.dumps({"job": name, **asdict(slip)}) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = replay_cli.parser(__doc__)
     parser.add_argument("--job", action="append", required=True, help="a trace job id to watch")
@@ -422,6 +431,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", type=int, default=12, help="commonest verdicts to print")
     parser.add_argument(
         "--json", default=None, metavar="PATH", help="also write the replay's summary here"
+    )
+    parser.add_argument(
+        "--slips",
+        default=None,
+        metavar="PATH",
+        help="also write every slip of the watched jobs here, one JSON object a line",
     )
     args = parser.parse_args(argv)
     settings = replay_cli.settings_of(args)
@@ -435,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         summary = summarize(result, trace=args.trace, shape=args.shape, settings=settings)
         Path(args.json).write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if args.slips:
+        write_slips(Path(args.slips), verdicts)
     for name, w in verdicts.jobs.items():
         print("\n".join(report(name, w, args.spans, args.kinds)))
     return 0

@@ -3,13 +3,16 @@ waits, and for how long each held."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from sim_builders import cluster, job, starving_at_limit
 
 from phalanx.sim.policies import get_policy, with_settings
 from phalanx.sim.queues import QueueSpec
 from phalanx.sim.traces import TraceJob
-from phalanx.sim.verdicts import kind_of, replay, report, standing
+from phalanx.sim.verdicts import kind_of, replay, report, standing, write_slips
 
 
 def _trace() -> list[TraceJob]:
@@ -119,7 +122,9 @@ def test_a_run_thrown_away_is_recorded_with_its_eviction() -> None:
     assert "1 runs evicted (0.0 h of run thrown away)" in report("b", victim, spans=1)[0]
 
 
-def test_a_reservation_moved_by_a_gang_planned_first_is_a_slip_with_its_cause() -> None:
+def test_a_reservation_moved_by_a_gang_planned_first_is_a_slip_with_its_cause(
+    tmp_path: Path,
+) -> None:
     """Two nodes under `phalanx-conservative` (FIFO within a queue, queues below their share
     first) with two binding reservations. qb's b0 (8 GPUs, 3,000 s, limit 1 h) and b1 (8 GPUs,
     5,000 s, limit 2 h) run from 0; qb's b2 (8 GPUs, limit 30 min) waits, its reservation on
@@ -157,6 +162,18 @@ def test_a_reservation_moved_by_a_gang_planned_first_is_a_slip_with_its_cause() 
         "  binding reservation 0.9 h; re-planned onto other nodes 0 times; slipped later or "
         "lost 1 times: 1 its nodes reserved for gangs planned first"
     )
+    write_slips(tmp_path / "slips.jsonl", verdicts)
+    (line,) = (tmp_path / "slips.jsonl").read_text().splitlines()
+    assert json.loads(line) == {
+        "job": "b2",
+        "t_s": 1000.0,
+        "was_start_s": 3600.0,
+        "now_start_s": 5400.0,
+        "same_nodes": True,
+        "bound_there": [],
+        "held_before": ["sim/a1 (8, qa below, at 1.0 h)"],
+        "standing": "queue borrowing beyond its share",
+    }
     assert lines[2] == "    its nodes reserved for gangs planned first, its queue: 1 beyond"
     assert lines[3].endswith(
         "planned start 1.0 h -> 1.5 h (same nodes, its queue beyond); reserved before it "

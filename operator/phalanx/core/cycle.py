@@ -1085,6 +1085,10 @@ class Walk:
         q = w.queue
         if not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved:
             return True
+        if p.honour_below_share and q.alloc_fair < q.deserved:
+            # Started from below its share: reclaim may take it only while its queue would
+            # keep its share without it (`keeps_victim_share`), which it would not.
+            return True
         return p.honour_after_beyond_share and self._long_starved(_waiter(w))
 
     def _spared_by_reclaim(self, r: RunState) -> bool:

@@ -348,6 +348,12 @@ class Policy:
     """Honour a reservation (`start_starving_leaves`) only when the gang keeps its queue within
     its deserved share (off: the first replays of the rule; a borrowing gang started first was
     reclaimed and started first again, cycle after cycle)."""
+    honour_below_share: bool = False
+    """Also honour it when its queue holds less than its deserved share before the gang
+    starts, though the gang takes it beyond: reclaim never takes a victim queue below its
+    deserved share, so a gang started from below cannot be reclaimed back at once (the
+    livelock `honour_within_share` prevents needs a gang that can). For gangs larger than
+    their queue's share, which `honour_within_share` never honours (off: measuring)."""
     owed_uncapped: bool = False
     """Gangs owed their queue's share (`reserve_under_share`) are neither held back by
     `backfill_depth_per_queue` nor counted against it (off: they are)."""

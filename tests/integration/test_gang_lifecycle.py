@@ -59,6 +59,19 @@ def _evicted(status: dict[str, Any]) -> dict[str, Any] | None:
     return cond if cond and cond["status"] == "True" else None
 
 
+def _run_gang(cluster: Cluster, custom: Any, ns: str, body: dict[str, Any], pods: int) -> None:
+    """Create the PodGroup `body` and its `pods` members (8 GPUs each); wait until it runs."""
+    name = body["metadata"]["name"]
+    _create_group(custom, ns, body)
+    for i in range(pods):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"{name}-{i}", name, 8))
+    wait_for(
+        lambda: group_status(custom, ns, name).get("phase") == "Running",
+        timeout=60,
+        what=f"the gang {name} of {pods} to be Running",
+    )
+
+
 def _pods(cluster: Cluster, ns: str, group: str) -> list[Any]:
     return list(
         cluster.core.list_namespaced_pod(ns, label_selector=f"phalanx.dev/pod-group={group}").items
@@ -208,14 +221,7 @@ def test_member_failure_keep_runs_degraded_and_places_the_replacement(
     body = pod_group("keeper", 3)
     body["spec"]["memberFailure"] = "keep"
     with PodLog(cluster, ns) as log:
-        _create_group(custom, ns, body)
-        for i in range(3):
-            cluster.core.create_namespaced_pod(ns, gang_pod(f"keeper-{i}", "keeper", 8))
-        wait_for(
-            lambda: group_status(custom, ns, "keeper").get("phase") == "Running",
-            timeout=60,
-            what="the gang of 3 to be Running",
-        )
+        _run_gang(cluster, custom, ns, body, 3)
         _fail_pod(cluster, ns, "keeper-0")
         wait_for(
             lambda: group_status(custom, ns, "keeper").get("phase") == "Degraded",
@@ -345,14 +351,7 @@ def test_a_podgroup_applied_again_while_its_pods_run_keeps_their_start(
     Running with a `Scheduled` condition saying so, and its pods were never touched."""
     custom = phalanx_api
     with PodLog(cluster, ns) as log:
-        _create_group(custom, ns, pod_group("again", 2, time_limit=3600))
-        for i in range(2):
-            cluster.core.create_namespaced_pod(ns, gang_pod(f"again-{i}", "again", 8))
-        wait_for(
-            lambda: group_status(custom, ns, "again").get("phase") == "Running",
-            timeout=60,
-            what="the gang to run",
-        )
+        _run_gang(cluster, custom, ns, pod_group("again", 2, time_limit=3600), 2)
         bound = min(
             _epoch_of(c.last_transition_time)
             for p in _pods(cluster, ns, "again")

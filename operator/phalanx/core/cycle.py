@@ -1085,7 +1085,11 @@ class Walk:
         q = w.queue
         if not p.honour_within_share or q.alloc_fair + w.fair <= q.deserved:
             return True
-        if p.honour_below_share and q.alloc_fair < q.deserved:
+        if (
+            p.honour_below_share
+            and q.alloc_fair < q.deserved
+            and (not p.honour_below_share_oversize or w.fair > q.deserved)
+        ):
             # Started from below its share: reclaim may take it only while its queue would
             # keep its share without it (`keeps_victim_share`), which it would not.
             return True

@@ -354,6 +354,9 @@ class Policy:
     deserved share, so a gang started from below cannot be reclaimed back at once (the
     livelock `honour_within_share` prevents needs a gang that can). For gangs larger than
     their queue's share, which `honour_within_share` never honours (off: measuring)."""
+    honour_below_share_oversize: bool = False
+    """`honour_below_share` only for a gang larger than its queue's whole deserved share: the
+    gangs no rule within the share can ever honour (off: measuring)."""
     owed_uncapped: bool = False
     """Gangs owed their queue's share (`reserve_under_share`) are neither held back by
     `backfill_depth_per_queue` nor counted against it (off: they are)."""

@@ -68,3 +68,26 @@ def test_a_gang_honoured_from_below_is_not_reclaimed_back() -> None:
     r = schedule(snap, replace(POLICY, honour_below_share=True), NOW + 60)
     assert [e.gang for e in r.evictions] == ["ns/ra"]
     assert all(e.for_gang == "ns/b1" for e in r.evictions)
+
+
+def test_oversize_only_honours_from_below_just_the_gangs_larger_than_the_share() -> None:
+    """With `honour_below_share_oversize`, only a gang larger than its queue's whole deserved
+    share is honoured from below. In the cycle above `big` (32 GPUs) is exactly `qa`'s 32, so
+    it is not: `b1` starts and `big` reserves from NOW + 60. Make `b1` two pods (16 GPUs):
+    demand qa 40, qb 16 of 40 GPUs, deserved 24 and 16 (equal weights); `qb` comes first
+    (0 of 16 against 8 of 24) and `b1` would take n00 + n01, but `big` (32 > 24, `qa` at
+    8 < 24) is honoured and binds on n00–n03."""
+    oversize = replace(POLICY, honour_below_share=True, honour_below_share_oversize=True)
+    equal = schedule(_big_of_a_small_queue(), oversize, NOW)
+    assert set(equal.bindings) == {"ns/b1"}
+    assert equal.reservations["ns/big"].start == NOW + 60
+    run = [running("ra").queue("qa").on(N[4]).started(NOW - 600).time_limit(36_000)]
+    pending = [
+        gang("big").queue("qa").pods(4).created(NOW - 3600).time_limit(1000),
+        gang("b1").queue("qb").pods(2).created(NOW - 10).time_limit(60),
+    ]
+    snap = snapshot(fabric(1, 1, 5), [queue("qa"), queue("qb")], run, pending)
+    larger = schedule(snap, oversize, NOW)
+    assert "ns/big" in larger.bindings
+    assert set(larger.bindings["ns/big"].values()) == set(N[:4])
+    assert set(schedule(snap, POLICY, NOW).bindings) == {"ns/b1"}

@@ -349,17 +349,15 @@ def build_view(
             record, problem = check_record(
                 recorded, bound_now, [p.uid for p in gang.waiting(assumed)], need_now
             )
+        scheduled_at = parse_time(gang.status.get("scheduledAt"))
         facts = GangFacts(
             id=key,
             min_member=gang.min_member,
             members=tuple(s for s in states if s is not None),
             created=gang.group.created if gang.group else min(p.created for p in gang.pods),
             recorded_phase=_str(gang.status.get("phase")),
-            scheduled_at=parse_time(gang.status.get("scheduledAt")),
-            bound_since=min(
-                (p.bound_at for p in gang.pods if p.holds_capacity and p.bound_at is not None),
-                default=None,
-            ),
+            scheduled_at=scheduled_at,
+            bound_since=_bound_since(gang) if scheduled_at is None else None,
             evicted=_evicted(gang.status),
             owner=_owner_state(gang, jobs),
             binding=gang.uid in busy,
@@ -587,6 +585,16 @@ def recorded_pods(status: Mapping[str, Any]) -> dict[str, str] | None:
         return None
     out = {k: v for k, v in pods.items() if isinstance(k, str) and isinstance(v, str)}
     return out if len(out) == len(pods) else None
+
+
+def _bound_since(gang: Gang) -> float | None:
+    """When the first of the gang's live members was bound (`GangFacts.bound_since`); only
+    asked for a gang with no `scheduledAt`, the rare case, so not a scan of every gang's pods
+    every cycle."""
+    return min(
+        (p.bound_at for p in gang.pods if p.holds_capacity and p.bound_at is not None),
+        default=None,
+    )
 
 
 def _member_state(

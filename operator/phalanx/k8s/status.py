@@ -196,8 +196,8 @@ def diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, An
 
     A map in both is diffed key by key, and a key it no longer has is sent as null: a merge
     patch merges maps, so sending the new map whole would leave the old one's other keys (a
-    Queue's `allocated` that fell to nothing kept its last GPUs; a gang's `pendingDetail` kept
-    the `bestDomain` of a cycle when topology was what blocked it)."""
+    Queue's `allocated` that fell to nothing kept its last GPUs; a gang's `pendingDetail` would
+    keep the `bestDomain` of a cycle when topology was what blocked it)."""
     patch: dict[str, Any] = {}
     for key, value in desired.items():
         old = current.get(key)

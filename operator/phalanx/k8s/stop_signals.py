@@ -28,17 +28,18 @@ def install(stop_flag: asyncio.Event) -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     loop = asyncio.get_running_loop()
-    since: list[float] = []
+    since: float | None = None  # when the first signal came
 
     def on_signal(sig: signal.Signals) -> None:
-        if since:
+        nonlocal since
+        if since is not None:
             log.info(
                 "%s received again while stopping (for %.1f s); send SIGKILL to stop at once",
                 sig.name,
-                time.monotonic() - since[0],
+                time.monotonic() - since,
             )
             return
-        since.append(time.monotonic())
+        since = time.monotonic()
         log.info("%s received; stopping", sig.name)
         stop_flag.set()
 

@@ -623,7 +623,9 @@ def share_view(
 
 @app.command("explain")
 def explain_view(
-    podgroup: Annotated[str, typer.Argument(help="The PodGroup's name.")],
+    podgroup: Annotated[
+        str, typer.Argument(help="The PodGroup's name, or NAMESPACE/NAME as this view prints it.")
+    ],
     namespace: NamespaceOpt = None,
     output: OutputOpt = Output.TABLE,
     kubeconfig: KubeconfigOpt = None,
@@ -634,10 +636,12 @@ def explain_view(
 
     from phalanx.inspection import render
     from phalanx.inspection.fetch import Reader
-    from phalanx.inspection.rows import explanation
+    from phalanx.inspection.rows import explanation, split_name
 
+    # Before connecting: a malformed name is the user's to fix whatever the cluster holds.
+    given_ns, name = split_name(podgroup, namespace)
     reader = Reader.connect(kubeconfig, context)
-    obj = reader.podgroup(namespace or reader.namespace, podgroup)
+    obj = reader.podgroup(given_ns or reader.namespace, name)
     try:  # whose borrowed GPUs could be reclaimed for it; a user may not be allowed to list them
         queues: list[dict[str, Any]] | None = reader.queues()
     except ViewError:

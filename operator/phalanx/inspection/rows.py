@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from phalanx.core.reasons import YIELDS_WHEN_DUE, Reason, format_duration
+from phalanx.inspection.errors import ViewError
 from phalanx.quantity import QuantityError, to_units
 
 GPU = "nvidia.com/gpu"
@@ -233,6 +234,21 @@ class ShareRow:
         """Deserves less than its guarantee, the guarantees not scaled: then its demand (GPUs
         its gangs hold and wait for) is what caps it (PRODUCT.md §4)."""
         return self.deserved is not None and self.deserved < self.guarantee and not self.scaled
+
+
+def split_name(given: str, namespace: str | None) -> tuple[str | None, str]:
+    """`phalanx explain`'s argument: a PodGroup's name, or `NAMESPACE/NAME` as its own output
+    and `kubectl get gang -A` show it (users copy that). A Kubernetes name has no `/`, so the
+    form is unambiguous; a `-n` that names another namespace is refused rather than one of the
+    two silently winning."""
+    if "/" not in given:
+        return namespace, given
+    ns, _, name = given.partition("/")
+    if not ns or not name or "/" in name:
+        raise ViewError(f"{given!r} is neither a PodGroup name nor NAMESPACE/NAME")
+    if namespace is not None and namespace != ns:
+        raise ViewError(f"{given!r} names namespace {ns!r} but -n says {namespace!r}: give one")
+    return ns, name
 
 
 def share_row(obj: Obj, resource: str = GPU) -> ShareRow:

@@ -217,6 +217,24 @@ def test_explain_json_and_text(
     assert "Backfilled" not in out and "Scheduled" in out
 
 
+def test_explain_takes_namespace_slash_name_as_its_own_output_prints_it(
+    situated: Stub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, monkeypatch, "explain", "research/wide")
+    assert code == 0
+    assert out.startswith("PodGroup  research/wide"), out
+    code, out, _ = run(capsys, monkeypatch, "explain", "research/wide", "-n", "research")
+    assert code == 0
+    for bad, said in (
+        (("research/wide", "-n", "ml"), "'research/wide' names namespace 'research' but -n says"),
+        (("research/",), "'research/' is neither a PodGroup name nor NAMESPACE/NAME"),
+        (("a/b/c",), "'a/b/c' is neither"),
+    ):
+        code, out, err = run(capsys, monkeypatch, "explain", *bad)
+        assert (code, out) == (1, ""), bad
+        assert err.startswith(f"phalanx: error: {said}") and err.count("\n") == 1, err
+
+
 def test_a_missing_podgroup_is_one_line_and_exit_1(
     situated: Stub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

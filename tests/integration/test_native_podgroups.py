@@ -4,11 +4,13 @@ a native PodGroup is placed all-or-nothing by Phalanx, and its native status sho
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import Cluster
+from tests.integration.conftest import Cluster, ensure_queue
 from tests.integration.objects import gang_pod
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.waiting import wait_for
@@ -34,14 +36,19 @@ def native(cluster: Cluster, custom: Any) -> Any:
     return custom
 
 
-def native_group(name: str, min_count: int, topology_key: str | None = None) -> dict[str, Any]:
+def native_group(
+    name: str, min_count: int, topology_key: str | None = None, queue: str | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
     if topology_key:
         spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    metadata: dict[str, Any] = {"name": name}
+    if queue:
+        metadata["labels"] = {"phalanx.dev/queue": queue}
     return {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
         "kind": "PodGroup",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": spec,
     }
 
@@ -58,10 +65,12 @@ def nodes_of(cluster: Cluster, ns: str, group: str) -> dict[str, str | None]:
     return {p.metadata.name: p.spec.node_name for p in pods.items}
 
 
-def scheduled_condition(custom: Any, ns: str, name: str) -> dict[str, Any] | None:
+def scheduled_condition(
+    custom: Any, ns: str, name: str, ctype: str = "PodGroupScheduled"
+) -> dict[str, Any] | None:
     obj = custom.get_namespaced_custom_object(*NATIVE, ns, "podgroups", name)
     conditions = (obj.get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c["type"] == "PodGroupScheduled"), None)
+    return next((c for c in conditions if c["type"] == ctype), None)
 
 
 def test_a_native_gang_is_placed_all_or_nothing_and_its_status_shows_it(
@@ -112,3 +121,65 @@ def test_a_native_group_above_the_member_limit_waits_with_a_typed_reason(
     assert cond["reason"] == "SchedulerError", cond
     assert "20,000 is above the 10,000" in cond["message"], cond
     assert not any(nodes_of(cluster, ns, "huge").values())
+
+
+def test_a_native_gangs_time_limit_counts_from_its_bind_across_an_operator_restart(
+    cluster: Cluster, native: Any, namespace: str, no_shared_operator: None, tmp_path: Path
+) -> None:
+    """A native PodGroup has no `scheduledAt` of its own (the operator keeps it in memory), so a
+    restarted operator must count the run from the members' bind (`PodScheduled` True), not from
+    its own start: otherwise every restart would give a native gang its whole time limit again.
+
+    Queue default limit 20 s; the operator is killed after the bind and started again 12 s after
+    it. Counted from the bind, the gang is evicted about 8 s after the restart; counted from the
+    restart, not before 20 s after it."""
+    ns, limit = namespace, 20
+    queue = f"native-limit-{ns}"
+    ensure_queue(native, queue, {"weight": 1, "defaultTimeLimitSeconds": limit})
+    op = OperatorProcess(cluster.kubeconfig, tmp_path, name="first").start()
+    try:
+        native.create_namespaced_custom_object(
+            *NATIVE, ns, "podgroups", native_group("limited", 2, queue=queue)
+        )
+        for i in range(2):
+            cluster.core.create_namespaced_pod(ns, native_pod(f"limited-{i}", "limited", 8))
+        wait_for(
+            lambda: (n := nodes_of(cluster, ns, "limited")) and len(n) == 2 and all(n.values()),
+            timeout=60,
+            what="the native gang bound whole (2 pods)",
+        )
+        bound = min(
+            c.last_transition_time.timestamp()
+            for p in cluster.core.list_namespaced_pod(
+                ns, label_selector="test/native-group=limited"
+            ).items
+            for c in p.status.conditions or []
+            if c.type == "PodScheduled" and c.status == "True"
+        )
+        op.kill()
+        wait_for(
+            lambda: time.time() > bound + 12,
+            timeout=20,
+            what="12 s since the bind with no operator running",
+        )
+        assert scheduled_condition(native, ns, "limited", "DisruptionTarget") is None
+        restarted = time.time()
+        op = OperatorProcess(cluster.kubeconfig, tmp_path, name="second").start()
+        cond = wait_for(
+            lambda: (
+                (c := scheduled_condition(native, ns, "limited", "DisruptionTarget"))
+                and c["status"] == "True"
+                and c
+            ),
+            timeout=40,
+            what="DisruptionTarget on the native PodGroup once its time limit is up",
+        )
+        evicted = time.time()
+        assert cond["reason"] == "TimeLimitExceeded", cond
+        assert evicted < restarted + limit - 4, (
+            f"evicted {evicted - bound:.1f} s after the bind and {evicted - restarted:.1f} s "
+            f"after the restart: the time limit was counted from the restart"
+        )
+    finally:
+        op.stop()
+        native.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", queue)

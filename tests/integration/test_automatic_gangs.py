@@ -364,3 +364,50 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
         timeout=120,
         what="job-retry Running again on new pods after the Job's back-off",
     )
+
+
+def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """Slurm's TIMEOUT, with an unmodified Job: a 6 s limit (the Job's annotation) and
+    `backoffLimit: 0`. The gang is evicted `TimeLimitExceeded`, its pods are deleted, the Job
+    controller counts them failed and marks the Job `Failed`; with no pod left, the gang must
+    learn that from its owner and be `Failed` too, not wait "0 of 2 pods exist" for ever."""
+    label_namespace(cluster, ns, "default")
+    body = job("timeout", 2, annotations={"phalanx.dev/time-limit-seconds": "6"})
+    cluster.batch.create_namespaced_job(ns, body)
+    wait_bound(cluster, ns, "batch.kubernetes.io/job-name=timeout", 2)
+
+    def evicted() -> dict[str, Any] | None:
+        s = group_status(custom, ns, "job-timeout")
+        return next(
+            (
+                c
+                for c in s.get("conditions", [])
+                if c["type"] == "Evicted" and c["status"] == "True"
+            ),
+            None,
+        )
+
+    cond = wait_for(evicted, timeout=30, what="job-timeout evicted past its 6 s limit")
+    assert cond["reason"] == "TimeLimitExceeded", cond
+    wait_for(
+        lambda: any(
+            c.type == "Failed" and c.status == "True"
+            for c in cluster.batch.read_namespaced_job("timeout", ns).status.conditions or []
+        ),
+        timeout=60,
+        what="the Job controller to mark Job timeout Failed (backoffLimit 0)",
+    )
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "job-timeout")).get("phase") == "Failed" and s,
+        timeout=30,
+        what="job-timeout Failed with its Job (it has no pod left to say so)",
+    )
+    assert not pods_by(cluster, ns, "batch.kubernetes.io/job-name=timeout"), "no pod is left"
+    assert status.get("queuePosition") is None, status
+    said = scheduled(status)
+    assert said and "its workload reports Failed: it no longer waits" in said["message"], said

@@ -359,7 +359,7 @@ def build_view(
             scheduled_at=scheduled_at,
             bound_since=_bound_since(gang) if scheduled_at is None else None,
             evicted=_evicted(gang.status),
-            owner=_owner_state(gang, jobs),
+            owner=_owner_state(gang, jobs, workloads),
             binding=gang.uid in busy,
             evicting_now=gang.uid in evicting,
             member_failure=_member_failure(gang.group),
@@ -647,17 +647,32 @@ def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
     )
 
 
-def _owner_state(gang: Gang, jobs: Mapping[str, JobRec]) -> OwnerState:
+def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -> OwnerState:
     """What the gang's controller says: one Job for all its pods → that Job's state; pods
-    with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN."""
+    with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN.
+
+    With no pod left to name it (an eviction deletes them; a Job past its `backoffLimit` makes
+    no more), the workload is found from the PodGroup's side: a managed PodGroup's owner, or
+    the one Job of its namespace whose pod template names a hand-written PodGroup. Without
+    this, a Job that failed because its gang was evicted (a time limit, `backoffLimit: 0`)
+    left its gang `Pending` "0 of N pods exist" for ever."""
+    group = gang.group
     if gang.auto is not None and gang.auto.owner is not None:
         # A managed gang ends when its workload (Job, JobSet, …) says so.
-        return {
-            "Complete": OwnerState.COMPLETE,
-            "Failed": OwnerState.FAILED,
-            "Active": OwnerState.ACTIVE,
-        }.get(gang.auto.state, OwnerState.UNKNOWN)
+        return _STATES.get(gang.auto.state, OwnerState.UNKNOWN)
     owners = {p.owner for p in [*gang.pods, *gang.finished]}
+    if not owners and group is not None:
+        if group.managed and group.owner_uid:
+            workload = workloads.by_uid.get(group.owner_uid)
+            return (
+                _STATES.get(workload.state, OwnerState.UNKNOWN) if workload else OwnerState.UNKNOWN
+            )
+        naming = [
+            j for j in jobs.values() if j.namespace == group.namespace and j.group == group.name
+        ]
+        if len(naming) == 1:
+            return _STATES.get(naming[0].state, OwnerState.UNKNOWN)
+        return OwnerState.UNKNOWN
     if owners == {None}:
         return OwnerState.NONE
     if len(owners) != 1:
@@ -671,6 +686,15 @@ def _owner_state(gang: Gang, jobs: Mapping[str, JobRec]) -> OwnerState:
     return {"Complete": OwnerState.COMPLETE, "Failed": OwnerState.FAILED}.get(
         job.state, OwnerState.ACTIVE
     )
+
+
+_STATES = {
+    "Complete": OwnerState.COMPLETE,
+    "Failed": OwnerState.FAILED,
+    "Active": OwnerState.ACTIVE,
+}
+"""A workload's own verdict (`Workload.state`, `JobRec.state`); others (`Unknown`: kinds
+that never complete) leave it to the pod counts."""
 
 
 def _evicted(status: Mapping[str, Any]) -> EvictedMark | None:

@@ -153,6 +153,9 @@ class JobRec:
     workload: Workload | None = None
     failed: int = 0
     """`status.failed`: pods that failed (the controller backs off before making more)."""
+    group: str | None = None
+    """The PodGroup its pod template names (`pod_group_name`): how a hand-written PodGroup's
+    gang knows its Job once no pod is left to say so (evicted pods are deleted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +399,9 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         state,
         workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
         failed=_count(status.get("failed")),
+        group=pod_group_name(
+            ((body.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        ),
     )
 
 

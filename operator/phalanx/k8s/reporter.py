@@ -371,6 +371,33 @@ class Reporter:
                         )
                     ],
                 )
+            waiting = next(
+                (
+                    c
+                    for c in previous.get("conditions") or []
+                    if isinstance(c, Mapping)
+                    and c.get("type") == "Scheduled"
+                    and c.get("status") == "False"
+                ),
+                None,
+            )
+            if d.reason == FailReason.WORKLOAD_FAILED and waiting is not None:
+                # Its wait is over: left as it was ("0 of 2 pods exist"), the REASON column
+                # of a Failed gang would still read as a wait for pods that will never come.
+                said = str(waiting.get("message") or "").split("; ")[0] or "waiting"
+                desired["conditions"] = merge_conditions(
+                    previous,
+                    [
+                        condition(
+                            previous,
+                            "Scheduled",
+                            "False",
+                            str(waiting.get("reason") or Reason.WAITING_FOR_PODS),
+                            f"{d.message}: it no longer waits (it was: {said})",
+                            now,
+                        )
+                    ],
+                )
             return desired
         if d.action is Action.NONE and d.phase in (Phase.SUCCEEDED, Phase.FAILED):
             return {

@@ -57,7 +57,9 @@ def condition(
         "status": status,
         "reason": reason,
         "message": message,
-        "lastTransitionTime": old["lastTransitionTime"] if keep and old else rfc3339(now),
+        # `.get`: a status edited by hand may lack it; a crash here would stop every cycle.
+        "lastTransitionTime": (old.get("lastTransitionTime") if keep and old else None)
+        or rfc3339(now),
     }
 
 

@@ -206,3 +206,63 @@ def test_a_gang_waiting_for_its_jobs_pods_says_the_jobs_failure_back_off() -> No
         for c in s.get("conditions", [])
         if c["type"] == "Scheduled"
     ][-1] == "0 of 3 pods exist"
+
+
+def _phases(api: FakeApi) -> list[str]:
+    return [s["phase"] for s in api.statuses if "phase" in s]
+
+
+def test_a_gang_whose_job_failed_after_its_pods_were_evicted_is_failed_not_waiting() -> None:
+    """Evicted (a time limit; `backoffLimit: 0`), the pods are deleted and the Job says
+    `Failed`: with no pod left to name the Job, the managed PodGroup's owner does. Before, the
+    gang stayed `Pending` "0 of 2 pods exist" for ever (found walking a Job past its limit)."""
+    failed = {
+        **job(2),
+        "status": {"failed": 2, "conditions": [{"type": "Failed", "status": "True"}]},
+    }
+    evicted = {"type": "Evicted", "status": "True", "reason": "TimeLimitExceeded"}
+    waits = {
+        "type": "Scheduled",
+        "status": "False",
+        "reason": "WaitingForPods",
+        "message": "0 of 2 pods exist; its Job train has 2 failed pods: …",
+    }
+    api = run([], [managed(2, phase="Pending", conditions=[evicted, waits])], [failed])
+    assert _phases(api)[-1:] == ["Failed"], api.statuses
+    (said,) = [c for c in api.statuses[-1]["conditions"] if c["type"] == "Scheduled"]
+    assert (said["reason"], said["message"]) == (
+        "WaitingForPods",
+        "its workload reports Failed: it no longer waits (it was: 0 of 2 pods exist)",
+    ), said
+    still = run([], [managed(2, phase="Pending", conditions=[evicted, waits])], [job(2)])
+    assert "Failed" not in _phases(still), "an active Job's gang waits for its pods again"
+
+
+def test_a_hand_written_podgroup_knows_its_failed_job_by_the_jobs_pod_template() -> None:
+    """A PodGroup of ours with no owner, all its pods gone: the one Job in its namespace whose
+    pod template names it (label `phalanx.dev/pod-group`) decides. Two such Jobs: unknown."""
+
+    def named_job(name: str, uid: str, state: str | None) -> dict[str, Any]:
+        conditions = [{"type": state, "status": "True"}] if state else []
+        return {
+            "metadata": {"name": name, "namespace": "ns", "uid": uid},
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "template": {"metadata": {"labels": {"phalanx.dev/pod-group": "train"}}},
+            },
+            "status": {"conditions": conditions},
+        }
+
+    group = {
+        "metadata": {"name": "train", "namespace": "ns", "uid": "g-train"},
+        "spec": {"minMember": 2, "queue": "research"},
+        "status": {"phase": "Pending"},
+    }
+    api = run([], [group], [named_job("train", "j1", "Failed")])
+    assert _phases(api)[-1:] == ["Failed"], api.statuses
+    other = {**named_job("other", "j3", "Failed")}
+    other["spec"]["template"]["metadata"]["labels"] = {"phalanx.dev/pod-group": "else"}
+    assert "Failed" not in _phases(run([], [group], [other])), "a Job naming another group"
+    two = run([], [group], [named_job("train", "j1", "Failed"), named_job("again", "j2", None)])
+    assert "Failed" not in _phases(two), "two Jobs name it: neither decides"

@@ -630,21 +630,59 @@ success, at most this, counted from the last failure."""
 
 
 def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
-    """Why a managed gang's Job has not made all its pods, when its failed pods say: after a
-    member failure the gang is evicted whole and the Job controller makes the pods again only
-    after its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does not say."""
-    group = gang.group
-    job = jobs.get(group.owner_uid) if group is not None and group.owner_uid else None
-    if job is None or job.state != "Active" or job.failed <= 0:
+    """Why a gang's Job has not made all its pods, when its failures say: after a member
+    failure (or any eviction) the gang is evicted whole and the Job controller makes the pods
+    again only after its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does
+    not say.
+
+    The back-off counts every pod that ended since the Job's last success, those its
+    `podFailurePolicy` ignores included (they are kept only from `backoffLimit` and from
+    `status.failed`): after our eviction of a 4-pod Job with `Ignore` on `DisruptionTarget`,
+    `status.failed` is 0 and the controller waited 80 s (10 s × 2³) on the dev cluster. So
+    with no failed pod on record, the pods the eviction ended (the gang's members) are the
+    count."""
+    job = _gang_job(gang, jobs)
+    if job is None or job.state != "Active":
         return ""
-    backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(job.failed - 1, 16))
+    failures, why = job.failed, ""
+    if failures <= 0:
+        if _evicted(gang.status) is None:
+            return ""
+        failures = gang.min_member
+        why = (
+            f"the {failures} pod{'' if failures == 1 else 's'} its eviction ended count as "
+            "failures there, even those its podFailurePolicy ignores"
+        )
+    backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(failures - 1, 16))
     failed = f"{job.failed} failed pod{'' if job.failed == 1 else 's'}"
-    return (
+    head = (
         f"its Job {job.name} has {failed}: the Job controller makes pods again only after its "
-        f"back-off, up to {format_duration(backoff)} after the last failure "
+        "back-off"
+        if not why
+        else f"its Job {job.name} makes pods again only after the Job controller's back-off: " + why
+    )
+    return (
+        f"{head}, up to {format_duration(backoff)} after the last failure "
         f"({format_duration(JOB_BACKOFF_S)} doubled per failure since its last success, at most "
         f"{format_duration(JOB_BACKOFF_MAX_S)})"
     )
+
+
+def _gang_job(gang: Gang, jobs: Mapping[str, JobRec]) -> JobRec | None:
+    """The batch/v1 Job whose pods the gang is: a managed PodGroup's owner; else the Job that
+    owns its pods; else, with no pod left, the one Job of its namespace whose pod template
+    names its PodGroup."""
+    group = gang.group
+    if group is not None and group.owner_uid:
+        return jobs.get(group.owner_uid)
+    owners = {p.owner for p in [*gang.pods, *gang.finished]}
+    if owners:
+        owner = next(iter(owners)) if len(owners) == 1 else None
+        return jobs.get(owner[2]) if owner is not None and owner[0] == "Job" else None
+    if group is None:
+        return None
+    naming = [j for j in jobs.values() if j.namespace == group.namespace and j.group == group.name]
+    return naming[0] if len(naming) == 1 else None
 
 
 def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -> OwnerState:
@@ -667,12 +705,8 @@ def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -
             return (
                 _STATES.get(workload.state, OwnerState.UNKNOWN) if workload else OwnerState.UNKNOWN
             )
-        naming = [
-            j for j in jobs.values() if j.namespace == group.namespace and j.group == group.name
-        ]
-        if len(naming) == 1:
-            return _STATES.get(naming[0].state, OwnerState.UNKNOWN)
-        return OwnerState.UNKNOWN
+        job = _gang_job(gang, jobs)
+        return _STATES.get(job.state, OwnerState.UNKNOWN) if job else OwnerState.UNKNOWN
     if owners == {None}:
         return OwnerState.NONE
     if len(owners) != 1:

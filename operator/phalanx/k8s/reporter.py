@@ -499,6 +499,28 @@ class Reporter:
                     "Warning",
                 )
 
+    def report_finished(self, view: View) -> None:
+        """Pods that join a gang already `Succeeded` or `Failed` (a Job deleted and created
+        again beside its hand-written PodGroup, bare pods applied again): terminal stays
+        terminal, so they are never placed — a Warning Event each, once, says so and what to
+        do. Without it they sat `Pending` with no condition and no Event at all (found walking
+        a failed Job created again). No `PodScheduled=False Unschedulable`: an autoscaler
+        would add nodes for pods that no node would let run."""
+        for gang in view.gangs.values():
+            d = gang.decision
+            if d is None or d.phase not in (Phase.SUCCEEDED, Phase.FAILED) or gang.group is None:
+                continue
+            for pod in gang.pods:
+                if pod.node_name or pod.deleting:
+                    continue
+                self._tell_pod(
+                    pod,
+                    "PodGroupFinished",
+                    f"its PodGroup {gang.key} is {d.phase} and takes no new pods: delete it "
+                    "and apply it again to run them",
+                    "Warning",
+                )
+
     def report_unganged(self, view: View) -> None:
         """Pods whose automatic gang cannot be made (owner not found, workload suspended), and
         gangs of one that could be gangs (one pod per owner says how): an Event each, once."""

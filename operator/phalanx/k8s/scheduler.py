@@ -281,6 +281,7 @@ class Scheduler:
         if persist:
             self.usage_persisted_at = now
         self.reporter.report_orphans(view)
+        self.reporter.report_finished(view)
         self.reporter.report_unganged(view)
         self.reporter.report_bypassed(
             self.bypass.check(records.pods, records.workloads.namespace_queues, now)

@@ -310,3 +310,22 @@ def test_a_hand_written_podgroups_wait_names_its_jobs_back_off_too() -> None:
         "only after its back-off, up to 10s after the last failure (10s doubled per failure "
         "since its last success, at most 10m)"
     )
+
+
+def test_new_pods_of_a_finished_podgroup_get_an_event_saying_so_and_nothing_else() -> None:
+    """A failed Job deleted and created again beside its hand-written PodGroup: the PodGroup is
+    `Failed` (terminal), so its new pods are never placed; each gets one Warning Event, and no
+    `PodScheduled=False Unschedulable` that an autoscaler would add nodes for."""
+    group = {
+        "metadata": {"name": "train", "namespace": "ns", "uid": "g-train"},
+        "spec": {"minMember": 2, "queue": "research"},
+        "status": {"phase": "Failed"},
+    }
+    pods = [pod(f"train-{i}", group="train", gpus=4) for i in range(2)]
+    api = run(pods, [group], [])
+    assert [c for c in api.calls if c[0] in ("event", "bind", "pod-condition")] == [
+        ("event", "PodGroupFinished"),
+        ("event", "PodGroupFinished"),
+    ], api.calls
+    pending = {**group, "status": {"phase": "Pending"}}
+    assert ("event", "PodGroupFinished") not in run(pods, [pending], []).calls

@@ -411,3 +411,58 @@ def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
     assert status.get("queuePosition") is None, status
     said = scheduled(status)
     assert said and "its workload reports Failed: it no longer waits" in said["message"], said
+
+
+def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A Job of 8 pods (backoffLimit 0, podFailurePolicy Ignore on DisruptionTarget) loses a
+    member to the Eviction API (as `kubectl drain` does): the gang is evicted whole. Evicting
+    the other 7 pods would have put 8 failures in the Job controller's back-off (10 s × 2⁷,
+    capped at 10 min: measured 10 min 1 s); the operator suspends the Job instead, its
+    controller deletes them uncounted, and once they are gone the Job is resumed: 8 new pods
+    run within a minute, and the Job has no failure on record."""
+    label_namespace(cluster, ns, "default")
+    body = job("eight", 8, gpus=1)
+    body["spec"]["podFailurePolicy"] = {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
+    cluster.batch.create_namespaced_job(ns, body)
+    selector = "batch.kubernetes.io/job-name=eight"
+    first = wait_bound(cluster, ns, selector, 8)
+    wait_for(
+        lambda: group_status(custom, ns, "job-eight").get("phase") == "Running",
+        timeout=30,
+        what="job-eight to be Running",
+    )
+    victim = first[0].metadata.name
+    cluster.core.create_namespaced_pod_eviction(
+        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
+    )
+    wait_for(
+        lambda: any(
+            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
+            for c in group_status(custom, ns, "job-eight").get("conditions", [])
+        ),
+        timeout=30,
+        what="job-eight evicted whole (MemberFailed) after one member was evicted",
+    )
+    old = {p.metadata.name for p in first}
+    again = wait_for(
+        lambda: (
+            len(fresh := [p for p in pods_by(cluster, ns, selector) if p.metadata.name not in old])
+            == 8
+            and all(p.spec.node_name for p in fresh)
+            and fresh
+        ),
+        timeout=60,
+        what="8 new pods of Job eight bound (the Job suspended, then resumed once its pods left)",
+    )
+    assert len(again) == 8
+    status = cluster.batch.read_namespaced_job("eight", ns)
+    assert not status.spec.suspend, "resumed"
+    assert "phalanx.dev/suspended-for" not in (status.metadata.annotations or {}), "unmarked"
+    assert not status.status.failed, f"no failure on record: {status.status}"

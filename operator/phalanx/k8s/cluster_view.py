@@ -630,39 +630,18 @@ success, at most this, counted from the last failure."""
 
 
 def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
-    """Why a gang's Job has not made all its pods, when its failures say: after a member
-    failure (or any eviction) the gang is evicted whole and the Job controller makes the pods
-    again only after its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does
-    not say.
-
-    The back-off counts every pod that ended since the Job's last success, those its
-    `podFailurePolicy` ignores included (they are kept only from `backoffLimit` and from
-    `status.failed`): after our eviction of a 4-pod Job with `Ignore` on `DisruptionTarget`,
-    `status.failed` is 0 and the controller waited 80 s (10 s × 2³) on the dev cluster. So
-    with no failed pod on record, the pods the eviction ended (the gang's members) are the
-    count."""
+    """Why a gang's Job has not made all its pods, when its failed pods say: after a member
+    failure the gang is evicted whole and the Job controller makes the pods again only after
+    its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does not say. (The pods
+    of an eviction do not count there: the Job is suspended to evict them, `job_suspension`.)"""
     job = _gang_job(gang, jobs)
-    if job is None or job.state != "Active":
+    if job is None or job.state != "Active" or job.failed <= 0:
         return ""
-    failures, why = job.failed, ""
-    if failures <= 0:
-        if _evicted(gang.status) is None:
-            return ""
-        failures = gang.min_member
-        why = (
-            f"the {failures} pod{'' if failures == 1 else 's'} its eviction ended count as "
-            "failures there, even those its podFailurePolicy ignores"
-        )
-    backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(failures - 1, 16))
+    backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(job.failed - 1, 16))
     failed = f"{job.failed} failed pod{'' if job.failed == 1 else 's'}"
-    head = (
-        f"its Job {job.name} has {failed}: the Job controller makes pods again only after its "
-        "back-off"
-        if not why
-        else f"its Job {job.name} makes pods again only after the Job controller's back-off: " + why
-    )
     return (
-        f"{head}, up to {format_duration(backoff)} after the last failure "
+        f"its Job {job.name} has {failed}: the Job controller makes pods again only after its "
+        f"back-off, up to {format_duration(backoff)} after the last failure "
         f"({format_duration(JOB_BACKOFF_S)} doubled per failure since its last success, at most "
         f"{format_duration(JOB_BACKOFF_MAX_S)})"
     )

@@ -6,7 +6,8 @@ fact that this gang's capacity is on its way back. The next cycle — in this op
 restarted after a crash — reads it and neither counts the gang as running nor evicts it twice;
 if its members are still bound long after, the lifecycle has the eviction issued again. Members
 go through the Eviction API with a grace period, concurrently, bounded by `bind_concurrency`
-slots (one after another, a reclaim of a full `large` cluster held the loop for minutes).
+slots (one after another, a reclaim of a full `large` cluster held the loop for minutes). A
+Job's gang is evicted by suspending the Job instead (`k8s/job_suspension.py` says why).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from phalanx.config import OperatorConfig
 from phalanx.core.reasons import EvictionReason
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.cluster_view import Gang
+from phalanx.k8s.job_suspension import job_of, suspend
 from phalanx.k8s.metrics import Metrics
-from phalanx.k8s.records import PodRec
+from phalanx.k8s.records import JobRec, PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
 from phalanx.k8s.status import evicted_mark
 from phalanx.k8s.tasks import pod_ref
@@ -43,6 +45,8 @@ class Evictor:
         self.reporter = reporter
         self.clock = clock
         self._slots = asyncio.Semaphore(config.bind_concurrency)
+        self.jobs: Mapping[str, JobRec] = {}
+        """The watched Jobs by uid, set each cycle: a Job's gang is evicted by suspending it."""
 
     async def evict(
         self,
@@ -62,6 +66,19 @@ class Evictor:
             await self.reporter.patch_group(gang, patch)
             self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
         members = [p for p in gang.bound(assumed) if not p.deleting]
+        job = job_of(members, self.jobs) if reason != EvictionReason.TIME_LIMIT_EXCEEDED else None
+        if job is not None and await suspend(self.api, job, reason):
+            # Its controller deletes the pods, counted neither as failures nor in its back-off
+            # (`k8s/job_suspension.py`); the cycle resumes it once they are gone.
+            for p in members:
+                self.reporter.emit(
+                    pod_ref(p.namespace, p.name, p.uid),
+                    reason,
+                    f"evicted with its gang {gang.key} (its Job {job.name} suspended until its "
+                    f"pods are gone): {message}",
+                    "Warning",
+                )
+            return
         refused = await asyncio.gather(
             *(self._evict_one(gang, p, reason, message) for p in members)
         )

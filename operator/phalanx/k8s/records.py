@@ -28,6 +28,9 @@ _NO_ANNOTATIONS: Mapping[str, str] = {}
 _NO_OWNER = OwnerRef("", "", "", "")
 SCHED_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+SUSPENDED_FOR = "phalanx.dev/suspended-for"
+"""Annotation on a Job this operator suspended to evict its gang (the eviction's reason):
+`k8s/job_suspension.py`."""
 RUN_FOR_ANNOTATION = "phalanx.dev/run-for"
 GPU = "nvidia.com/gpu"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
@@ -156,6 +159,13 @@ class JobRec:
     group: str | None = None
     """The PodGroup its pod template names (`pod_group_name`): how a hand-written PodGroup's
     gang knows its Job once no pod is left to say so (evicted pods are deleted)."""
+    suspended: bool = False
+    """`spec.suspend`."""
+    suspended_for: str | None = None
+    """This operator's mark (`job_suspension.SUSPENDED_FOR`): it suspended the Job to evict
+    its gang, and resumes it once its pods are gone."""
+    job_controller: bool = True
+    """The Job controller runs it (`spec.managedBy` unset or its own): suspending it works."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +398,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
 
 def job_record(body: Mapping[str, Any]) -> JobRec:
     meta, status = body.get("metadata", {}), body.get("status", {})
+    spec = body.get("spec") or {}
     state = "Active"
     for c in status.get("conditions") or []:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
@@ -399,9 +410,10 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         state,
         workload_record({"apiVersion": "batch/v1", "kind": "Job", **body}),
         failed=_count(status.get("failed")),
-        group=pod_group_name(
-            ((body.get("spec") or {}).get("template") or {}).get("metadata") or {}
-        ),
+        group=pod_group_name(((spec.get("template") or {}).get("metadata")) or {}),
+        suspended=spec.get("suspend") is True,
+        suspended_for=(meta.get("annotations") or {}).get(SUSPENDED_FOR),
+        job_controller=spec.get("managedBy") in (None, "kubernetes.io/job-controller"),
     )
 
 

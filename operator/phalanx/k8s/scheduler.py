@@ -44,6 +44,7 @@ from phalanx.k8s.cluster_view import Gang, View, ViewCache, Workloads, build_vie
 from phalanx.k8s.evictor import Evictor
 from phalanx.k8s.gang_maker import GangMaker
 from phalanx.k8s.guarded import AlwaysLeader, GuardedWrites, LeaderGate
+from phalanx.k8s.job_suspension import resume, to_resume
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import BudgetRec, GroupRec, JobRec, NodeRec, PodRec, QueueRec
 from phalanx.k8s.reporter import Deferred, Reporter
@@ -122,6 +123,8 @@ class Scheduler:
         """Gang uid → its eviction or rollback task: its capacity is on its way back."""
         self.acting: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its other repair task (a roll forward, recreating a rollback's pods)."""
+        self.resuming: dict[str, asyncio.Task[None]] = {}
+        """Job uid → the task resuming it (suspended to evict its gang: `k8s/job_suspension`)."""
 
     # What tests and the operator read of the parts.
     @property
@@ -166,6 +169,7 @@ class Scheduler:
             *self.binder.tasks(),
             *self.acting.values(),
             *self.leaving.values(),
+            *self.resuming.values(),
             *self.gang_maker.tasks.values(),
             *self.reporter.status_writes.values(),
             *self.reporter.pod_writes.values(),
@@ -269,6 +273,8 @@ class Scheduler:
             return result
         self.metrics.cycles_total.labels(role="leader").inc()
         # 4. act
+        self.evictor.jobs = records.jobs
+        self._resume_jobs(records)
         self._act_on_lifecycle(view, result, busy)
         self._evict_decided(result, view, busy)
         busy = self.busy_gangs()
@@ -361,6 +367,13 @@ class Scheduler:
         self.usage_at = now
 
     # -- acting on verdicts -----------------------------------------------------------------
+
+    def _resume_jobs(self, records: Records) -> None:
+        """Jobs suspended to evict their gangs, once their pods are gone (`k8s/job_suspension`):
+        one task each, at most one at a time per Job."""
+        for job in to_resume(records.jobs, records.pods):
+            if job.uid not in self.resuming:
+                spawn(self.resuming, job.uid, resume(self.api, job), "resume Job")
 
     def _act(self, gang: Gang, work: Coroutine[Any, Any, None], what: str) -> None:
         tracked = self.leaving if what in ("eviction", "rollback") else self.acting

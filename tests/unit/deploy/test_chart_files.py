@@ -35,7 +35,7 @@ OPERATOR_RULES = {
     ("phalanx.dev", "queues"): {"list", "watch"},
     ("phalanx.dev", "podgroups/status"): {"patch"},
     ("phalanx.dev", "queues/status"): {"patch"},
-    ("batch", "jobs"): {"list", "watch"},
+    ("batch", "jobs"): {"list", "watch", "patch"},
     # Workloads whose pods are ganged automatically (core.autogang): read from watches.
     ("jobset.x-k8s.io", "jobsets"): {"list", "watch"},
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"list", "watch"},

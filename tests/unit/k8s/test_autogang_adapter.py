@@ -277,22 +277,6 @@ def _waiting(api: FakeApi) -> str:
     ][-1]
 
 
-def test_after_an_eviction_the_wait_names_the_back_off_the_jobs_failure_policy_does_not_spare() -> (
-    None
-):
-    """Evicted whole, a Job whose podFailurePolicy ignores `DisruptionTarget` has no failed pod
-    on record, but its controller's back-off counts the 3 pods the eviction ended: 10 s × 2² =
-    40 s (80 s for 4 pods was measured on the dev cluster). Not evicted: only the count."""
-    evicted = {"type": "Evicted", "status": "True", "reason": "Reclaimed"}
-    api = run([], [managed(3, phase="Pending", conditions=[evicted])], [job(3)])
-    assert _waiting(api) == (
-        "0 of 3 pods exist; its Job train makes pods again only after the Job controller's "
-        "back-off: the 3 pods its eviction ended count as failures there, even those its "
-        "podFailurePolicy ignores, up to 40s after the last failure (10s doubled per failure "
-        "since its last success, at most 10m)"
-    )
-
-
 def test_a_hand_written_podgroups_wait_names_its_jobs_back_off_too() -> None:
     """The Job is found for a PodGroup of ours by its pod template when no pod is left."""
     group = {

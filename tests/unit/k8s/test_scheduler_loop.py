@@ -69,6 +69,13 @@ class FakeApi:
     async def delete_group(self, namespace: str, name: str, uid: str) -> None:
         self.calls.append(("delete-group", name))
 
+    async def patch_job(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        suspend = (patch.get("spec") or {}).get("suspend")
+        self.calls.append(("suspend-job" if suspend else "resume-job", name))
+        self.job_patches = [*getattr(self, "job_patches", []), dict(patch)]
+        if "patch-job" in self.failing:
+            raise ApiError(403, "forbidden: jobs patch")
+
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         pass
 

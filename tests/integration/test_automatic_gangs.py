@@ -466,3 +466,47 @@ def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
     assert not status.spec.suspend, "resumed"
     assert "phalanx.dev/suspended-for" not in (status.metadata.annotations or {}), "unmarked"
     assert not status.status.failed, f"no failure on record: {status.status}"
+
+
+def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A member whose container fails stays a `Failed` pod (the Job keeps it), and a suspended
+    Job's controller deletes only its active pods: the Job suspended to evict the gang is
+    resumed once the rest are gone, whatever finished pods remain, and runs whole again."""
+    label_namespace(cluster, ns, "default")
+    body = job("fails", 2, gpus=2)
+    body["spec"]["backoffLimit"] = 3
+    cluster.batch.create_namespaced_job(ns, body)
+    selector = "batch.kubernetes.io/job-name=fails"
+    first = wait_bound(cluster, ns, selector, 2)
+    wait_for(
+        lambda: group_status(custom, ns, "job-fails").get("phase") == "Running",
+        timeout=30,
+        what="job-fails to be Running",
+    )
+    failed = first[0].metadata.name
+    cluster.core.patch_namespaced_pod_status(failed, ns, {"status": {"phase": "Failed"}})
+    old = {p.metadata.name for p in first}
+    wait_for(
+        lambda: (
+            group_status(custom, ns, "job-fails").get("phase") == "Running"
+            and len(
+                [
+                    p
+                    for p in pods_by(cluster, ns, selector)
+                    if p.metadata.name not in old and p.spec.node_name
+                ]
+            )
+            == 2
+        ),
+        timeout=90,
+        what="job-fails Running again on 2 new pods (its Job resumed beside the Failed pod)",
+    )
+    names = {p.metadata.name: p.status.phase for p in pods_by(cluster, ns, selector)}
+    assert names.get(failed) == "Failed", names
+    job_now = cluster.batch.read_namespaced_job("fails", ns)
+    assert not job_now.spec.suspend and job_now.status.failed == 1, job_now.status

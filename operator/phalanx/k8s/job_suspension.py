@@ -47,12 +47,16 @@ def job_of(members: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | No
 
 
 def to_resume(jobs: Mapping[str, JobRec], pods: Iterable[PodRec]) -> list[JobRec]:
-    """Jobs this operator suspended whose pods are all gone (none left, terminating or not):
-    resumed now, the controller makes every pod again at once."""
+    """Jobs this operator suspended none of whose pods still runs or terminates: resumed now,
+    the controller makes them again at once. Finished pods do not count: a suspended Job's
+    controller deletes only its active pods, and the member that failed (what `MemberFailed`
+    evicted the gang for) stays `Failed` for as long as the Job keeps it."""
     marked = {uid: j for uid, j in jobs.items() if j.suspended_for is not None}
     if not marked:
         return []
-    left = {p.owner[2] for p in pods if p.owner is not None and p.owner[2] in marked}
+    left = {
+        p.owner[2] for p in pods if p.owner is not None and p.owner[2] in marked and not p.terminal
+    }
     return [j for uid, j in sorted(marked.items()) if uid not in left]
 
 

@@ -105,9 +105,13 @@ def test_a_job_we_suspended_is_resumed_once_none_of_its_pods_is_left() -> None:
     ours = _job(suspend=True)
     ours["metadata"]["annotations"] = {"phalanx.dev/suspended-for": "Reclaimed"}
     jobs = {"job-uid": job_record(ours)}
-    left = [pod_record(job_pod("train-0", node_name="n1", phase="Failed"))]
-    assert to_resume(jobs, left) == [], "a pod still there (terminating or finished)"
+    running = pod_record(job_pod("train-0", node_name="n1", phase="Running"))
+    assert to_resume(jobs, [running]) == [], "a pod still running (or terminating)"
+    failed = pod_record(job_pod("train-1", node_name="n1", phase="Failed"))
     assert [j.name for j in to_resume(jobs, [])] == ["train"]
+    assert [j.name for j in to_resume(jobs, [failed])] == ["train"], (
+        "the failed member stays: the controller deletes only active pods"
+    )
     users = {"job-uid": job_record(_job(suspend=True))}
     assert to_resume(users, []) == [], "a user's suspension is theirs"
     api = run([], [managed(2, phase="Pending")], [ours])

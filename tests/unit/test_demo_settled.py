@@ -1,0 +1,28 @@
+"""When `make demo` calls its example gangs settled: each placed (Running, or Succeeded once its
+short Job has finished, as on a rerun against the cluster the last run left) and `giant` with a
+reason. It once waited for `Running` only, so every rerun failed "did not all settle"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from phalanx.demo import GANGS, settled
+
+
+def _items(phases: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "metadata": {"name": name},
+            "status": {"phase": phase, "conditions": [{"type": "Scheduled", "status": "False"}]},
+        }
+        for name, phase in phases.items()
+    ]
+
+
+def test_running_or_finished_example_gangs_are_settled_and_a_waiting_one_is_not() -> None:
+    first = dict.fromkeys(GANGS, "Running") | {"giant": "Pending"}
+    assert settled(_items(first))
+    rerun = first | {"finetune": "Succeeded", "job-sweep": "Succeeded"}
+    assert settled(_items(rerun))
+    assert not settled(_items(first | {"pair": "Pending"}))
+    assert not settled(_items({g: p for g, p in first.items() if g != "pair"}))

@@ -120,6 +120,21 @@ def wait_cycles(op: OperatorProcess, cycles: int) -> None:
     )
 
 
+def run_job(cluster: Cluster, custom: Any, ns: str, body: dict[str, Any]) -> list[Any]:
+    """Create the Job and wait for its gang to be bound whole and `Running`: its pods."""
+    name = body["metadata"]["name"]
+    cluster.batch.create_namespaced_job(ns, body)
+    pods = wait_bound(
+        cluster, ns, f"batch.kubernetes.io/job-name={name}", body["spec"]["parallelism"]
+    )
+    wait_for(
+        lambda: group_status(custom, ns, f"job-{name}").get("phase") == "Running",
+        timeout=30,
+        what=f"job-{name} to be Running",
+    )
+    return pods
+
+
 def owned_by(group: dict[str, Any], kind: str, uid: str) -> bool:
     refs = group["metadata"].get("ownerReferences") or []
     return any(r["kind"] == kind and r["uid"] == uid and r.get("controller") for r in refs)
@@ -335,14 +350,8 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
     label_namespace(cluster, ns, "default")
     body = job("retry", 2)
     body["spec"]["backoffLimit"] = 3
-    cluster.batch.create_namespaced_job(ns, body)
     selector = "batch.kubernetes.io/job-name=retry"
-    first = wait_bound(cluster, ns, selector, 2)
-    wait_for(
-        lambda: group_status(custom, ns, "job-retry").get("phase") == "Running",
-        timeout=30,
-        what="job-retry to be Running",
-    )
+    first = run_job(cluster, custom, ns, body)
     cluster.core.delete_namespaced_pod(first[0].metadata.name, ns)
 
     def backing_off() -> str | None:
@@ -422,7 +431,7 @@ def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
     """A Job of 8 pods (backoffLimit 0, podFailurePolicy Ignore on DisruptionTarget) loses a
     member to the Eviction API (as `kubectl drain` does): the gang is evicted whole. Evicting
     the other 7 pods would have put 8 failures in the Job controller's back-off (10 s × 2⁷,
-    capped at 10 min: measured 10 min 1 s); the operator suspends the Job instead, its
+    capped at 10 min); the operator suspends the Job instead, its
     controller deletes them uncounted, and once they are gone the Job is resumed: 8 new pods
     run within a minute, and the Job has no failure on record."""
     label_namespace(cluster, ns, "default")
@@ -430,14 +439,8 @@ def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
     body["spec"]["podFailurePolicy"] = {
         "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
     }
-    cluster.batch.create_namespaced_job(ns, body)
     selector = "batch.kubernetes.io/job-name=eight"
-    first = wait_bound(cluster, ns, selector, 8)
-    wait_for(
-        lambda: group_status(custom, ns, "job-eight").get("phase") == "Running",
-        timeout=30,
-        what="job-eight to be Running",
-    )
+    first = run_job(cluster, custom, ns, body)
     victim = first[0].metadata.name
     cluster.core.create_namespaced_pod_eviction(
         victim, ns, {"metadata": {"name": victim, "namespace": ns}}
@@ -480,14 +483,8 @@ def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(
     label_namespace(cluster, ns, "default")
     body = job("fails", 2, gpus=2)
     body["spec"]["backoffLimit"] = 3
-    cluster.batch.create_namespaced_job(ns, body)
     selector = "batch.kubernetes.io/job-name=fails"
-    first = wait_bound(cluster, ns, selector, 2)
-    wait_for(
-        lambda: group_status(custom, ns, "job-fails").get("phase") == "Running",
-        timeout=30,
-        what="job-fails to be Running",
-    )
+    first = run_job(cluster, custom, ns, body)
     failed = first[0].metadata.name
     cluster.core.patch_namespaced_pod_status(failed, ns, {"status": {"phase": "Failed"}})
     old = {p.metadata.name for p in first}

@@ -96,8 +96,9 @@ def test_borrowed_capacity_is_reclaimed_by_evicting_whole_gangs(
         ]
         return len(live) == 4 and not any(p.spec.node_name for p in live)
 
-    # The Job controller backs off before replacing failed pods, ignored failures included:
-    # 10 s × 2^(failures − 1), so 80 s for four pods failing together.
+    # The victim's Job is suspended to evict it and resumed once its pods are gone
+    # (`k8s/job_suspension.py`), so its pods come back without the Job controller's back-off
+    # (evicted pod by pod, four of them had it wait 80 s).
     wait_for(recreated_and_waiting, timeout=150, what=f"{victim}'s pods to be recreated, unbound")
     time.sleep(2)
     for i in range(4):

@@ -3,9 +3,11 @@
 Why not evict the pods, as for any other gang: the Job controller's pod-failure back-off counts
 every pod that ended since the Job's last success — those a `podFailurePolicy` `Ignore` on
 `DisruptionTarget` keeps from `backoffLimit` included — and makes no pod before it is over
-(10 s doubled per pod, at most 10 min). Measured on the dev cluster: an 8-pod Job whose gang was
-evicted whole got its pods back 10 min 1 s later, and a 4-pod one 80 s later, though no node or
-GPU was the reason. A suspended Job's controller deletes its pods itself, removing its tracking
+(10 s doubled per pod, at most 10 min). Measured on the dev cluster, one member evicted (as
+`kubectl drain` does) and the rest by the operator pod by pod: a 4-pod Job got its pods back 80 s
+later, an 8-pod one OLD8, though no node or GPU was the reason; suspended, the 8-pod one 10.6 s
+later (the 10 s are the member evicted first, which the Job does count). A suspended Job's
+controller deletes its pods itself, removing its tracking
 finalizer first, so they count neither as failures nor in the back-off (Kueue preempts Jobs the
 same way); resumed, it makes them again at once.
 
@@ -62,12 +64,8 @@ def to_resume(jobs: Mapping[str, JobRec], pods: Iterable[PodRec]) -> list[JobRec
 
 async def suspend(api: ClusterWrites, job: JobRec, reason: str) -> bool:
     """Mark and suspend the Job; False when it could not be (the caller evicts the pods)."""
-    patch: dict[str, Any] = {
-        "metadata": {"uid": job.uid, "annotations": {SUSPENDED_FOR: reason}},
-        "spec": {"suspend": True},
-    }
     try:
-        await api.patch_job(job.namespace, job.name, patch)
+        await _patch(api, job, suspend=True, mark=reason)
     except ApiError as exc:
         if exc.status == 404:
             return True  # gone: so are its pods
@@ -83,12 +81,18 @@ async def suspend(api: ClusterWrites, job: JobRec, reason: str) -> bool:
 
 async def resume(api: ClusterWrites, job: JobRec) -> None:
     """Lift our suspension and our mark (one patch: a Job resumed is never left marked)."""
-    patch: dict[str, Any] = {
-        "metadata": {"uid": job.uid, "annotations": {SUSPENDED_FOR: None}},
-        "spec": {"suspend": False},
-    }
     try:
-        await api.patch_job(job.namespace, job.name, patch)
+        await _patch(api, job, suspend=False, mark=None)
     except ApiError as exc:
         if exc.status != 404:
             log.warning("resuming Job %s/%s: %s; retried next cycle", job.namespace, job.name, exc)
+
+
+async def _patch(api: ClusterWrites, job: JobRec, suspend: bool, mark: str | None) -> None:
+    """`spec.suspend` and our mark in one merge patch; `metadata.uid` makes it that very Job's
+    (one deleted and created again under its name is refused, not suspended)."""
+    patch: dict[str, Any] = {
+        "metadata": {"uid": job.uid, "annotations": {SUSPENDED_FOR: mark}},
+        "spec": {"suspend": suspend},
+    }
+    await api.patch_job(job.namespace, job.name, patch)

@@ -78,9 +78,12 @@ class Source:
 
 
 def run(
-    pods: list[dict[str, Any]], groups: list[dict[str, Any]], jobs: list[dict[str, Any]]
+    pods: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    api: FakeApi | None = None,
 ) -> FakeApi:
-    api = FakeApi()
+    api = api or FakeApi()
     config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
     sched = Scheduler(config, api, Source(pods, groups, jobs), clock=lambda: 1000.0)
 

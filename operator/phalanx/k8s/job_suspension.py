@@ -4,10 +4,10 @@ Why not evict the pods, as for any other gang: the Job controller's pod-failure 
 every pod that ended since the Job's last success — those a `podFailurePolicy` `Ignore` on
 `DisruptionTarget` keeps from `backoffLimit` included — and makes no pod before it is over
 (10 s doubled per pod, at most 10 min). Measured on the dev cluster, one member evicted (as
-`kubectl drain` does) and the rest by the operator pod by pod: a 4-pod Job got its pods back 80 s
-later, an 8-pod one OLD8, though no node or GPU was the reason; suspended, the 8-pod one 10.6 s
-later (the 10 s are the member evicted first, which the Job does count). A suspended Job's
-controller deletes its pods itself, removing its tracking
+`kubectl drain` does) and the rest by the operator pod by pod: a 4-pod Job got its pods back
+80 s later, an 8-pod one 600.3 s later (the whole 10-min cap), though no node or GPU was the
+reason; suspended, the 8-pod one 10.6 s later (the 10 s are for the member evicted first, which
+the Job does count). A suspended Job's controller deletes its pods itself, removing its tracking
 finalizer first, so they count neither as failures nor in the back-off (Kueue preempts Jobs the
 same way); resumed, it makes them again at once.
 

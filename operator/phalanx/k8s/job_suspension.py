@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from phalanx.k8s.api import ApiError, ClusterWrites
-from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
+from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec, owning_job
 
 log = logging.getLogger("phalanx.jobs")
 
@@ -34,13 +34,7 @@ log = logging.getLogger("phalanx.jobs")
 def job_of(members: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | None:
     """The one batch/v1 Job every member belongs to, if that Job may be suspended for them:
     the Job controller runs it (no other `managedBy`) and a user has not suspended it."""
-    owners = {p.owner for p in members}
-    if len(owners) != 1:
-        return None
-    owner = next(iter(owners))
-    if owner is None or owner[0] != "Job":
-        return None
-    job = jobs.get(owner[2])
+    job = owning_job(members, jobs)
     if job is None or job.state != "Active" or not job.job_controller:
         return None
     if job.suspended and job.suspended_for is None:

@@ -8,7 +8,7 @@ errors do not raise: they are kept on the record (`error`) so the gang concerned
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -394,6 +394,14 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
             else None
         ),
     )
+
+
+def owning_job(pods: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | None:
+    """The batch/v1 Job that is the controller owner of every one of `pods` (None when they
+    have none, several, another kind, or a Job not watched)."""
+    owners = {p.owner for p in pods}
+    owner = next(iter(owners)) if len(owners) == 1 else None
+    return jobs.get(owner[2]) if owner is not None and owner[0] == "Job" else None
 
 
 def job_record(body: Mapping[str, Any]) -> JobRec:

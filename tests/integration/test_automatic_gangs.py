@@ -471,6 +471,53 @@ def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
     assert not status.status.failed, f"no failure on record: {status.status}"
 
 
+def test_an_evicted_jobsets_gang_is_back_in_seconds_by_suspending_the_jobset(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    """A JobSet of two Jobs of 4 pods (podFailurePolicy Ignore on DisruptionTarget) loses a
+    member to the Eviction API. Evicted pod by pod, each child Job backed off for its own 4
+    pods: 80.3 s until its pods ran again on the dev cluster. The operator suspends the JobSet
+    (its controller suspends both Jobs, whose controller deletes the pods uncounted) and resumes
+    it once they are gone: 8 new pods bound within 45 s, the JobSet unmarked and running."""
+    body = jobset("js", jobs=2, pods_per_job=4, gpus=1, scheduler="phalanx")
+    job_spec = body["spec"]["replicatedJobs"][0]["template"]["spec"]
+    job_spec["podFailurePolicy"] = {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
+    create_workload(custom, JOBSET_API, ns, body)
+    selector = "jobset.sigs.k8s.io/jobset-name=js"
+    first = wait_bound(cluster, ns, selector, 8)
+    victim = first[0].metadata.name
+    cluster.core.create_namespaced_pod_eviction(
+        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
+    )
+    wait_for(
+        lambda: any(
+            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
+            for c in group_status(custom, ns, "jobset-js").get("conditions", [])
+        ),
+        timeout=30,
+        what="jobset-js evicted whole (MemberFailed) after one member was evicted",
+    )
+    old = {p.metadata.name for p in first}
+    wait_for(
+        lambda: (
+            len(fresh := [p for p in pods_by(cluster, ns, selector) if p.metadata.name not in old])
+            == 8
+            and all(p.spec.node_name for p in fresh)
+        ),
+        timeout=45,
+        what="8 new pods of JobSet js bound (the JobSet suspended, then resumed once its pods "
+        "left)",
+    )
+    made = custom.get_namespaced_custom_object(*JOBSET_API[:2], ns, JOBSET_API[2], "js")
+    assert not made["spec"].get("suspend"), "resumed"
+    annotations = made["metadata"].get("annotations") or {}
+    assert "phalanx.dev/suspended-for" not in annotations, "unmarked"
+    jobs = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
+    assert len(jobs) == 2 and not any(j.spec.suspend for j in jobs), "both Jobs resumed"
+
+
 def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(
     cluster: Cluster,
     custom: Any,

@@ -84,6 +84,9 @@ class Workload:
     labels: Mapping[str, str] = field(default_factory=dict)
     state: str = "Active"
     suspended: bool = False
+    managed_by: str | None = None
+    """`spec.managedBy`: a controller other than the kind's own may run it (Kueue's
+    MultiKueue); the adapter then evicts its gang pod by pod instead of suspending it."""
 
     @property
     def title(self) -> str:

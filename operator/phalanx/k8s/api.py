@@ -121,7 +121,9 @@ class ClusterWrites(Protocol):
     ) -> None: ...
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None: ...
     async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None: ...
-    async def patch_job(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+    async def patch_workload(
+        self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> None: ...
     async def delete_group(self, namespace: str, name: str, uid: str) -> None: ...
     async def patch_pod_condition(
         self, namespace: str, pod: str, condition: Mapping[str, Any]
@@ -247,10 +249,12 @@ class Api:
         path = f"/apis/{GROUP}/{VERSION}/queues/{name}/status"
         await self._send("PATCH", path, {"status": dict(status)}, MERGE_PATCH, METADATA_ONLY)
 
-    async def patch_job(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """A JSON merge patch of a batch/v1 Job (suspending it to evict its gang, resuming it:
-        `k8s/job_suspension.py`); `metadata.uid` in the patch makes it that very Job's."""
-        path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+    async def patch_workload(
+        self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> None:
+        """A JSON merge patch of a Job or JobSet (suspending it to evict its gang, resuming it:
+        `k8s/job_suspension.py`); `metadata.uid` in the patch makes it that very object's."""
+        path = f"/apis/{api_version}/namespaces/{namespace}/{plural}/{name}"
         await self._send("PATCH", path, dict(patch), MERGE_PATCH, METADATA_ONLY)
 
     async def create_group(self, namespace: str, body: Mapping[str, Any]) -> None:

@@ -7,7 +7,7 @@ restarted after a crash — reads it and neither counts the gang as running nor 
 if its members are still bound long after, the lifecycle has the eviction issued again. Members
 go through the Eviction API with a grace period, concurrently, bounded by `bind_concurrency`
 slots (one after another, a reclaim of a full `large` cluster held the loop for minutes). A
-Job's gang is evicted by suspending the Job instead (`k8s/job_suspension.py` says why).
+Job's or JobSet's gang is evicted by suspending it instead (`k8s/job_suspension.py` says why).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from phalanx.config import OperatorConfig
 from phalanx.core.reasons import EvictionReason
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.cluster_view import Gang
-from phalanx.k8s.job_suspension import job_of, suspend
+from phalanx.k8s.job_suspension import NO_OWNERS, Owners, suspend, target_of
 from phalanx.k8s.metrics import Metrics
-from phalanx.k8s.records import JobRec, PodRec
+from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
 from phalanx.k8s.status import evicted_mark
 from phalanx.k8s.tasks import pod_ref
@@ -45,8 +45,9 @@ class Evictor:
         self.reporter = reporter
         self.clock = clock
         self._slots = asyncio.Semaphore(config.bind_concurrency)
-        self.jobs: Mapping[str, JobRec] = {}
-        """The watched Jobs by uid, set each cycle: a Job's gang is evicted by suspending it."""
+        self.owners: Owners = NO_OWNERS
+        """The watched Jobs, workloads and pods, set each cycle: a Job's or JobSet's gang is
+        evicted by suspending it."""
 
     async def evict(
         self,
@@ -66,15 +67,19 @@ class Evictor:
             await self.reporter.patch_group(gang, patch)
             self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
         members = [p for p in gang.bound(assumed) if not p.deleting]
-        job = job_of(members, self.jobs) if reason != EvictionReason.TIME_LIMIT_EXCEEDED else None
-        if job is not None and await suspend(self.api, job, reason):
+        target = (
+            target_of(members, [*gang.pods, *gang.finished], self.owners)
+            if reason != EvictionReason.TIME_LIMIT_EXCEEDED
+            else None
+        )
+        if target is not None and await suspend(self.api, target, reason):
             # Its controller deletes the pods, counted neither as failures nor in its back-off
             # (`k8s/job_suspension.py`); the cycle resumes it once they are gone.
             for p in members:
                 self.reporter.emit(
                     pod_ref(p.namespace, p.name, p.uid),
                     reason,
-                    f"evicted with its gang {gang.key} (its Job {job.name} suspended until its "
+                    f"evicted with its gang {gang.key} (its {target.title} suspended until its "
                     f"pods are gone): {message}",
                     "Warning",
                 )

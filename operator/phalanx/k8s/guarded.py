@@ -104,8 +104,12 @@ class GuardedWrites:
     async def delete_group(self, namespace: str, name: str, uid: str) -> None:
         await self._write(self.api.delete_group(namespace, name, uid), "delete PodGroup")
 
-    async def patch_job(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        await self._write(self.api.patch_job(namespace, name, patch), "patch Job")
+    async def patch_workload(
+        self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> None:
+        await self._write(
+            self.api.patch_workload(api_version, plural, namespace, name, patch), f"patch {plural}"
+        )
 
     async def patch_pod_condition(
         self, namespace: str, pod: str, condition: Mapping[str, Any]

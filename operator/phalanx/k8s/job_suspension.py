@@ -1,92 +1,204 @@
-"""Evicting a Job's gang by suspending the Job, and resuming it once its pods are gone.
+"""Evicting a Job's or a JobSet's gang by suspending it, and resuming it once its pods are gone.
 
 Why not evict the pods, as for any other gang: the Job controller's pod-failure back-off counts
 every pod that ended since the Job's last success — those a `podFailurePolicy` `Ignore` on
 `DisruptionTarget` keeps from `backoffLimit` included — and makes no pod before it is over
 (10 s doubled per pod, at most 10 min). Measured on the dev cluster, one member evicted (as
 `kubectl drain` does) and the rest by the operator pod by pod: a 4-pod Job got its pods back
-80 s later, an 8-pod one 600.3 s later (the whole 10-min cap), though no node or GPU was the
-reason; suspended, the 8-pod one 10.6 s later (the 10 s are for the member evicted first, which
-the Job does count). A suspended Job's controller deletes its pods itself, removing its tracking
+80 s later, an 8-pod one 600.3 s later (the whole 10-min cap), a JobSet of two 4-pod Jobs 80.3 s
+later (each child Job backs off for its own pods), though no node or GPU was the reason;
+suspended, the 8-pod Job 10.6 s later (the 10 s are for the member evicted first, which the Job
+does count). A suspended Job's controller deletes its pods itself, removing its tracking
 finalizer first, so they count neither as failures nor in the back-off (Kueue preempts Jobs the
 same way); resumed, it makes them again at once.
 
-The mark `phalanx.dev/suspended-for` on the Job (the eviction's reason) is the durable fact that
-this operator suspended it: any replica, or one restarted after a crash, resumes a Job that
-carries it once none of its pods is left, and never a Job a user suspended. A time limit still
-deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT ends a job).
-A Job another controller manages (`spec.managedBy`) or one this operator may not patch (the
-RBAC refuses) has its pods evicted as before.
+A JobSet's gang is its child Jobs' pods: the JobSet is suspended, not its Jobs — its controller
+suspends every child Job then, and resumes at once any child Job suspended under a JobSet that
+is not (so suspending a child Job alone would race it).
+
+The mark `phalanx.dev/suspended-for` on the Job or JobSet (the eviction's reason) is the durable
+fact that this operator suspended it: any replica, or one restarted after a crash, resumes a
+workload that carries it once none of its pods runs, and never one a user suspended. A time
+limit still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT
+ends a job). A workload another controller manages (`spec.managedBy`), one with pods outside
+the gang (suspending it would evict them too), or one this operator may not patch (the RBAC
+refuses) has its pods evicted as before.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from phalanx.core.autogang import Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
-from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec, owning_job
+from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 
 log = logging.getLogger("phalanx.jobs")
 
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+PLURALS = {"Job": "jobs", "JobSet": "jobsets"}
 
-def job_of(members: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | None:
-    """The one batch/v1 Job every member belongs to, if that Job may be suspended for them:
-    the Job controller runs it (no other `managedBy`) and a user has not suspended it."""
-    job = owning_job(members, jobs)
-    if job is None or job.state != "Active" or not job.job_controller:
+
+@dataclass(frozen=True, slots=True)
+class Suspendable:
+    """A Job or JobSet whose suspension evicts its gang: what the patch needs."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Owners:
+    """The cycle's Jobs (by uid), workloads of the other kinds (by uid) and pods: what finds the
+    workload of a gang and tells when its pods are gone. Set on the evictor each cycle."""
+
+    jobs: Mapping[str, JobRec]
+    workloads: Mapping[str, Workload]
+    pods: Sequence[PodRec]
+
+    def jobset_of(self, job: JobRec) -> str | None:
+        """The uid of the JobSet that owns `job`, if one does."""
+        owner = job.workload.owner if job.workload is not None else None
+        return owner.uid if owner is not None and owner.kind == "JobSet" else None
+
+
+NO_OWNERS = Owners({}, {}, ())
+
+
+def target_of(
+    members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
+) -> Suspendable | None:
+    """The one Job, or the one JobSet, every member belongs to, if suspending it evicts this
+    gang and nothing else: its own controller runs it (no other `managedBy`), a user has not
+    suspended it, and none of its live pods is outside the gang (`gang_pods`)."""
+    members = list(members)
+    if not members or any(p.owner is None or p.owner[0] != "Job" for p in members):
+        return None
+    jobs = [owners.jobs.get(u) for u in {p.owner[2] for p in members if p.owner is not None}]
+    if any(j is None for j in jobs):
+        return None
+    known = [j for j in jobs if j is not None]
+    parents = {owners.jobset_of(j) for j in known}
+    if len(parents) != 1:
+        return None
+    (parent,) = parents
+    if parent is None:
+        if len(known) != 1:
+            return None
+        (job,) = known
+        target = _job_target(job)
+        covered = {job.uid}
+    else:
+        jobset = owners.workloads.get(parent)
+        target = _jobset_target(jobset) if jobset is not None else None
+        covered = {u for u, j in owners.jobs.items() if owners.jobset_of(j) == parent}
+    if target is None:
+        return None
+    in_gang = {p.uid for p in gang_pods}
+    outside = [
+        p
+        for p in owners.pods
+        if p.owner is not None and p.owner[2] in covered and not p.terminal and p.uid not in in_gang
+    ]
+    return None if outside else target
+
+
+def _job_target(job: JobRec) -> Suspendable | None:
+    if job.state != "Active" or not job.job_controller:
         return None
     if job.suspended and job.suspended_for is None:
         return None  # the user's suspension: not ours to lift later
-    return job
+    return Suspendable("Job", "batch/v1", job.namespace, job.name, job.uid)
 
 
-def to_resume(jobs: Mapping[str, JobRec], pods: Iterable[PodRec]) -> list[JobRec]:
-    """Jobs this operator suspended none of whose pods still runs or terminates: resumed now,
-    the controller makes them again at once. Finished pods do not count: a suspended Job's
-    controller deletes only its active pods, and the member that failed (what `MemberFailed`
-    evicted the gang for) stays `Failed` for as long as the Job keeps it."""
-    marked = {uid: j for uid, j in jobs.items() if j.suspended_for is not None}
+def _jobset_target(jobset: Workload) -> Suspendable | None:
+    if jobset.state != "Active" or jobset.managed_by not in (None, JOBSET_CONTROLLER):
+        return None
+    if jobset.suspended and SUSPENDED_FOR not in jobset.annotations:
+        return None
+    ref = jobset.ref
+    return Suspendable("JobSet", ref.api_version, jobset.namespace, ref.name, ref.uid)
+
+
+def to_resume(owners: Owners) -> list[Suspendable]:
+    """Jobs and JobSets this operator suspended none of whose pods still runs or terminates:
+    resumed now, their controllers make the pods again at once. Finished pods do not count: a
+    suspended Job's controller deletes only its active pods, and the member that failed (what
+    `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it."""
+    marked = [
+        Suspendable("Job", "batch/v1", j.namespace, j.name, j.uid)
+        for j in owners.jobs.values()
+        if j.suspended_for is not None
+    ] + [
+        Suspendable("JobSet", w.ref.api_version, w.namespace, w.ref.name, w.ref.uid)
+        for w in owners.workloads.values()
+        if w.ref.kind == "JobSet" and SUSPENDED_FOR in w.annotations
+    ]
     if not marked:
         return []
-    left = {
-        p.owner[2] for p in pods if p.owner is not None and p.owner[2] in marked and not p.terminal
-    }
-    return [j for uid, j in sorted(marked.items()) if uid not in left]
+    alive: set[str] = set()
+    for p in owners.pods:
+        if p.owner is None or p.owner[0] != "Job" or p.terminal:
+            continue
+        alive.add(p.owner[2])
+        job = owners.jobs.get(p.owner[2])
+        parent = owners.jobset_of(job) if job is not None else None
+        if parent is not None:
+            alive.add(parent)
+    return sorted((t for t in marked if t.uid not in alive), key=lambda t: t.uid)
 
 
-async def suspend(api: ClusterWrites, job: JobRec, reason: str) -> bool:
-    """Mark and suspend the Job; False when it could not be (the caller evicts the pods)."""
+async def suspend(api: ClusterWrites, target: Suspendable, reason: str) -> bool:
+    """Mark and suspend the workload; False when it could not be (the caller evicts the pods)."""
     try:
-        await _patch(api, job, suspend=True, mark=reason)
+        await _patch(api, target, suspend=True, mark=reason)
     except ApiError as exc:
         if exc.status == 404:
             return True  # gone: so are its pods
         log.warning(
-            "suspending Job %s/%s to evict its gang: %s; evicting its pods instead",
-            job.namespace,
-            job.name,
+            "suspending %s %s/%s to evict its gang: %s; evicting its pods instead",
+            target.kind,
+            target.namespace,
+            target.name,
             exc,
         )
         return False
     return True
 
 
-async def resume(api: ClusterWrites, job: JobRec) -> None:
-    """Lift our suspension and our mark (one patch: a Job resumed is never left marked)."""
+async def resume(api: ClusterWrites, target: Suspendable) -> None:
+    """Lift our suspension and our mark (one patch: a workload resumed is never left marked)."""
     try:
-        await _patch(api, job, suspend=False, mark=None)
+        await _patch(api, target, suspend=False, mark=None)
     except ApiError as exc:
         if exc.status != 404:
-            log.warning("resuming Job %s/%s: %s; retried next cycle", job.namespace, job.name, exc)
+            log.warning(
+                "resuming %s %s/%s: %s; retried next cycle",
+                target.kind,
+                target.namespace,
+                target.name,
+                exc,
+            )
 
 
-async def _patch(api: ClusterWrites, job: JobRec, suspend: bool, mark: str | None) -> None:
-    """`spec.suspend` and our mark in one merge patch; `metadata.uid` makes it that very Job's
-    (one deleted and created again under its name is refused, not suspended)."""
+async def _patch(api: ClusterWrites, target: Suspendable, suspend: bool, mark: str | None) -> None:
+    """`spec.suspend` and our mark in one merge patch; `metadata.uid` makes it that very
+    object's (one deleted and created again under its name is refused, not suspended)."""
     patch: dict[str, Any] = {
-        "metadata": {"uid": job.uid, "annotations": {SUSPENDED_FOR: mark}},
+        "metadata": {"uid": target.uid, "annotations": {SUSPENDED_FOR: mark}},
         "spec": {"suspend": suspend},
     }
-    await api.patch_job(job.namespace, job.name, patch)
+    await api.patch_workload(
+        target.api_version, PLURALS[target.kind], target.namespace, target.name, patch
+    )

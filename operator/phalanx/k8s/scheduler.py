@@ -44,7 +44,7 @@ from phalanx.k8s.cluster_view import Gang, View, ViewCache, Workloads, build_vie
 from phalanx.k8s.evictor import Evictor
 from phalanx.k8s.gang_maker import GangMaker
 from phalanx.k8s.guarded import AlwaysLeader, GuardedWrites, LeaderGate
-from phalanx.k8s.job_suspension import resume, to_resume
+from phalanx.k8s.job_suspension import Owners, resume, to_resume
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import BudgetRec, GroupRec, JobRec, NodeRec, PodRec, QueueRec
 from phalanx.k8s.reporter import Deferred, Reporter
@@ -124,7 +124,8 @@ class Scheduler:
         self.acting: dict[str, asyncio.Task[None]] = {}
         """Gang uid → its other repair task (a roll forward, recreating a rollback's pods)."""
         self.resuming: dict[str, asyncio.Task[None]] = {}
-        """Job uid → the task resuming it (suspended to evict its gang: `k8s/job_suspension`)."""
+        """Job or JobSet uid → the task resuming it (suspended to evict its gang:
+        `k8s/job_suspension`)."""
 
     # What tests and the operator read of the parts.
     @property
@@ -273,8 +274,9 @@ class Scheduler:
             return result
         self.metrics.cycles_total.labels(role="leader").inc()
         # 4. act
-        self.evictor.jobs = records.jobs
-        self._resume_jobs(records)
+        owners = Owners(records.jobs, records.workloads.by_uid, records.pods)
+        self.evictor.owners = owners
+        self._resume_jobs(owners)
         self._act_on_lifecycle(view, result, busy)
         self._evict_decided(result, view, busy)
         busy = self.busy_gangs()
@@ -368,12 +370,12 @@ class Scheduler:
 
     # -- acting on verdicts -----------------------------------------------------------------
 
-    def _resume_jobs(self, records: Records) -> None:
-        """Jobs suspended to evict their gangs, once their pods are gone (`k8s/job_suspension`):
-        one task each, at most one at a time per Job."""
-        for job in to_resume(records.jobs, records.pods):
-            if job.uid not in self.resuming:
-                spawn(self.resuming, job.uid, resume(self.api, job), "resume Job")
+    def _resume_jobs(self, owners: Owners) -> None:
+        """Jobs and JobSets suspended to evict their gangs, once their pods are gone
+        (`k8s/job_suspension`): one task each, at most one at a time per workload."""
+        for target in to_resume(owners):
+            if target.uid not in self.resuming:
+                spawn(self.resuming, target.uid, resume(self.api, target), f"resume {target.kind}")
 
     def _act(self, gang: Gang, work: Coroutine[Any, Any, None], what: str) -> None:
         tracked = self.leaving if what in ("eviction", "rollback") else self.acting

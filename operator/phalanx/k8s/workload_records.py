@@ -230,4 +230,10 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         labels=kept(meta.get("labels"), KEPT_LABELS),
         state=state,
         suspended=suspended,
+        managed_by=_managed_by(body),
     )
+
+
+def _managed_by(body: Mapping[str, Any]) -> str | None:
+    value = _map(body.get("spec")).get("managedBy")
+    return value if isinstance(value, str) else None

@@ -37,7 +37,7 @@ OPERATOR_RULES = {
     ("phalanx.dev", "queues/status"): {"patch"},
     ("batch", "jobs"): {"list", "watch", "patch"},
     # Workloads whose pods are ganged automatically (core.autogang): read from watches.
-    ("jobset.x-k8s.io", "jobsets"): {"list", "watch"},
+    ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"list", "watch"},
     ("kubeflow.org", "pytorchjobs"): {"list", "watch"},
     ("kubeflow.org", "mpijobs"): {"list", "watch"},

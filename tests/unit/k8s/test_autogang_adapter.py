@@ -6,12 +6,14 @@ reported, an unknown owner kind left a gang of one with a hint."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from phalanx.config import build_config
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.records import group_record, job_record, node_record, pod_record, queue_record
 from phalanx.k8s.scheduler import Records, Scheduler
+from phalanx.k8s.workload_records import workload_record
 from tests.unit.k8s.test_records_and_view import node, pod
 from tests.unit.k8s.test_scheduler_loop import FakeApi
 
@@ -53,9 +55,15 @@ def managed(min_member: int, **status: Any) -> dict[str, Any]:
 
 class Source:
     def __init__(
-        self, pods: list[dict[str, Any]], groups: list[dict[str, Any]], jobs: list[dict[str, Any]]
+        self,
+        pods: list[dict[str, Any]],
+        groups: list[dict[str, Any]],
+        jobs: list[dict[str, Any]],
+        others: Sequence[dict[str, Any]] = (),
     ) -> None:
+        """`others`: workloads of kinds besides Job (whole bodies, with apiVersion and kind)."""
         job_recs = {j.uid: j for j in map(job_record, jobs)}
+        other_recs = [w for w in map(workload_record, others) if w is not None]
         self._records = Records(
             nodes=[node_record(node("n1")), node_record(node("n2"))],
             pods=[pod_record(p) for p in pods],
@@ -67,7 +75,10 @@ class Source:
             priority_classes={},
             jobs=job_recs,
             workloads=Workloads(
-                {u: j.workload for u, j in job_recs.items() if j.workload is not None},
+                {
+                    **{u: j.workload for u, j in job_recs.items() if j.workload is not None},
+                    **{w.ref.uid: w for w in other_recs},
+                },
                 {},
                 {"ns": "research"},
             ),
@@ -82,10 +93,11 @@ def run(
     groups: list[dict[str, Any]],
     jobs: list[dict[str, Any]],
     api: FakeApi | None = None,
+    others: Sequence[dict[str, Any]] = (),
 ) -> FakeApi:
     api = api or FakeApi()
     config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
-    sched = Scheduler(config, api, Source(pods, groups, jobs), clock=lambda: 1000.0)
+    sched = Scheduler(config, api, Source(pods, groups, jobs, others), clock=lambda: 1000.0)
 
     async def go() -> None:
         await sched.cycle()

@@ -1,17 +1,22 @@
-"""A Job's gang is evicted by suspending the Job, and the Job is resumed once its pods are gone
+"""A Job's or JobSet's gang is evicted by suspending it, and it is resumed once its pods are gone
 (`k8s/job_suspension.py`): the Job controller's back-off, which counts even the pods its
 `podFailurePolicy` ignores, then never holds the gang's restart (an 8-pod Job evicted pod by
-pod waited 600.3 s on the dev cluster, suspended 10.6 s)."""
+pod waited 600.3 s on the dev cluster, suspended 10.6 s; a JobSet of two 4-pod Jobs 80.3 s pod
+by pod)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from phalanx.k8s.job_suspension import job_of, to_resume
+from phalanx.k8s.job_suspension import Owners, target_of, to_resume
 from phalanx.k8s.records import job_record, pod_record
+from phalanx.k8s.workload_records import workload_record
 from tests.unit.k8s.test_autogang_adapter import job, job_pod, managed, run
 from tests.unit.k8s.test_records_and_view import pod
 from tests.unit.k8s.test_scheduler_loop import FakeApi
+
+MARK = {"phalanx.dev/suspended-for": "Reclaimed"}
 
 
 def _member_failed() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -37,6 +42,7 @@ def test_a_job_gangs_eviction_suspends_the_job_and_evicts_no_pod_itself() -> Non
         },
         "spec": {"suspend": True},
     }
+    assert api.patched_paths == ["batch/v1/jobs"]
 
 
 def test_a_time_limit_still_deletes_the_pods() -> None:
@@ -66,33 +72,55 @@ def _job(**spec: Any) -> dict[str, Any]:
     return body
 
 
+def _owners(
+    jobs: list[dict[str, Any]],
+    others: Sequence[dict[str, Any]] = (),
+    pods: Sequence[dict[str, Any]] = (),
+) -> Owners:
+    workloads = [w for w in map(workload_record, others) if w is not None]
+    return Owners(
+        {j.uid: j for j in map(job_record, jobs)},
+        {w.ref.uid: w for w in workloads},
+        [pod_record(p) for p in pods],
+    )
+
+
 def test_only_a_job_the_job_controller_runs_and_no_user_suspended_is_suspended() -> None:
     members = [pod_record(job_pod("train-0", node_name="n1", phase="Running"))]
-    by_uid = {"job-uid": job_record(_job())}
-    assert job_of(members, by_uid) is not None
+    assert target_of(members, members, _owners([_job()])) is not None
     for spec in ({"managedBy": "kueue.x-k8s.io/multikueue"}, {"suspend": True}):
-        assert job_of(members, {"job-uid": job_record(_job(**spec))}) is None, spec
+        assert target_of(members, members, _owners([_job(**spec)])) is None, spec
     ours = _job(suspend=True)
-    ours["metadata"]["annotations"] = {"phalanx.dev/suspended-for": "Reclaimed"}
-    assert job_of(members, {"job-uid": job_record(ours)}) is not None, "ours: issued again"
+    ours["metadata"]["annotations"] = MARK
+    assert target_of(members, members, _owners([ours])) is not None, "ours: issued again"
     bare = [pod_record(pod("x", node_name="n1", phase="Running"))]
-    assert job_of(bare, by_uid) is None
-    assert job_of([*members, *bare], by_uid) is None, "members of two owners"
+    assert target_of(bare, bare, _owners([_job()])) is None
+    assert target_of([*members, *bare], [*members, *bare], _owners([_job()])) is None, (
+        "members of two owners"
+    )
+
+
+def test_a_job_with_a_live_pod_outside_the_gang_is_not_suspended() -> None:
+    """Suspending it would evict that pod too, which no decision chose."""
+    members = [job_pod("train-0", node_name="n1", phase="Running")]
+    other = job_pod("train-1", node_name="n2", phase="Running")
+    gone = job_pod("train-2", node_name="n2", phase="Succeeded")
+    recs = [pod_record(p) for p in members]
+    assert target_of(recs, recs, _owners([_job()], pods=[*members, gone])) is not None
+    assert target_of(recs, recs, _owners([_job()], pods=[*members, other])) is None
 
 
 def test_a_job_we_suspended_is_resumed_once_none_of_its_pods_is_left() -> None:
     ours = _job(suspend=True)
-    ours["metadata"]["annotations"] = {"phalanx.dev/suspended-for": "Reclaimed"}
-    jobs = {"job-uid": job_record(ours)}
-    running = pod_record(job_pod("train-0", node_name="n1", phase="Running"))
-    assert to_resume(jobs, [running]) == [], "a pod still running (or terminating)"
-    failed = pod_record(job_pod("train-1", node_name="n1", phase="Failed"))
-    assert [j.name for j in to_resume(jobs, [])] == ["train"]
-    assert [j.name for j in to_resume(jobs, [failed])] == ["train"], (
+    ours["metadata"]["annotations"] = MARK
+    running = job_pod("train-0", node_name="n1", phase="Running")
+    assert to_resume(_owners([ours], pods=[running])) == [], "a pod still running (or terminating)"
+    failed = job_pod("train-1", node_name="n1", phase="Failed")
+    assert [t.name for t in to_resume(_owners([ours]))] == ["train"]
+    assert [t.name for t in to_resume(_owners([ours], pods=[failed]))] == ["train"], (
         "the failed member stays: the controller deletes only active pods"
     )
-    users = {"job-uid": job_record(_job(suspend=True))}
-    assert to_resume(users, []) == [], "a user's suspension is theirs"
+    assert to_resume(_owners([_job(suspend=True)])) == [], "a user's suspension is theirs"
     api = run([], [managed(2, phase="Pending")], [ours])
     assert ("resume-job", "train") in api.calls, api.calls
     assert api.job_patches == [
@@ -101,3 +129,132 @@ def test_a_job_we_suspended_is_resumed_once_none_of_its_pods_is_left() -> None:
             "spec": {"suspend": False},
         }
     ]
+
+
+# A JobSet `js` of two child Jobs of two pods each: one gang of four.
+JOBSET_REF = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "js",
+    "uid": "js-uid",
+    "controller": True,
+}
+
+
+def _jobset(**spec: Any) -> dict[str, Any]:
+    job_spec = {"parallelism": 2, "completions": 2, "template": {"spec": {}}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "ns", "uid": "js-uid"},
+        "spec": {
+            "replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": job_spec}}],
+            **spec,
+        },
+    }
+
+
+def _child(i: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"js-w-{i}",
+            "namespace": "ns",
+            "uid": f"child-{i}",
+            "ownerReferences": [JOBSET_REF],
+        },
+        "spec": {"parallelism": 2, "completions": 2},
+    }
+
+
+def _child_pod(i: int, k: int, phase: str = "Running") -> dict[str, Any]:
+    body = pod(f"js-w-{i}-{k}", gpus=4, node_name=f"n{i + 1}", phase=phase)
+    body["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": f"js-w-{i}",
+            "uid": f"child-{i}",
+            "controller": True,
+        }
+    ]
+    return body
+
+
+def _jobset_group(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "jobset-js",
+            "namespace": "ns",
+            "uid": "g-jobset-js",
+            "labels": {"phalanx.dev/managed": "true"},
+            "ownerReferences": [JOBSET_REF],
+        },
+        "spec": {"minMember": 4, "queue": "research"},
+        "status": status,
+    }
+
+
+def _jobset_member_failed(jobset: dict[str, Any], api: FakeApi | None = None) -> FakeApi:
+    pods = [_child_pod(i, k) for i in range(2) for k in range(2)]
+    pods[3]["status"]["phase"] = "Failed"
+    group = _jobset_group(phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    return run(pods, [group], [_child(0), _child(1)], api, others=[jobset])
+
+
+def test_a_jobsets_gang_is_evicted_by_suspending_the_jobset_not_its_jobs() -> None:
+    """Each child Job would back off for its own evicted pods (80.3 s for two 4-pod Jobs on the
+    dev cluster); a child Job suspended alone is resumed at once by the JobSet controller."""
+    api = _jobset_member_failed(_jobset())
+    assert ("evicted", "MemberFailed") in api.calls, api.calls
+    assert ("suspend-jobset", "js") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete", "suspend-job")], api.calls
+    assert api.patched_paths == ["jobset.x-k8s.io/v1alpha2/jobsets"]
+    assert api.job_patches[0]["metadata"]["uid"] == "js-uid"
+
+
+def test_a_jobset_another_controller_runs_or_a_user_suspended_has_its_pods_evicted() -> None:
+    api = _jobset_member_failed(_jobset(managedBy="kueue.x-k8s.io/multikueue"))
+    assert not [c for c in api.calls if c[0].startswith("suspend")], api.calls
+    assert ("evict", "js-w-0-0") in api.calls, api.calls
+    pods = [_child_pod(i, k) for i in range(2) for k in range(2)]
+    every = [pod_record(p) for p in pods]
+    users = _owners([_child(0), _child(1)], [_jobset(suspend=True)], pods)
+    assert target_of(every, every, users) is None, "the user's suspension is theirs to lift"
+    ours = _jobset(suspend=True)
+    ours["metadata"]["annotations"] = MARK
+    again = _owners([_child(0), _child(1)], [ours], pods)
+    assert target_of(every, every, again) is not None, "ours: issued again"
+    api = _jobset_member_failed(_jobset(), FakeApi(failing={"patch-jobset"}))
+    assert ("suspend-jobset", "js") in api.calls
+    assert ("evict", "js-w-0-0") in api.calls, "the RBAC refused: its pods are evicted"
+
+
+def test_a_jobset_is_suspended_only_for_a_gang_holding_all_its_pods() -> None:
+    """A hand-written PodGroup over one child Job's pods: suspending the JobSet would evict the
+    other Job's pods too."""
+    pods = [_child_pod(i, k) for i in range(2) for k in range(2)]
+    owners = _owners([_child(0), _child(1)], [_jobset()], pods)
+    first = [pod_record(p) for p in pods[:2]]
+    assert target_of(first, first, owners) is None
+    every = [pod_record(p) for p in pods]
+    target = target_of(every[:3], every, owners)
+    assert target is not None and (target.kind, target.name) == ("JobSet", "js")
+
+
+def test_a_jobset_we_suspended_is_resumed_once_its_jobs_pods_are_gone() -> None:
+    ours = _jobset(suspend=True)
+    ours["metadata"]["annotations"] = MARK
+    children = [_child(0), _child(1)]
+    alive = [_child_pod(1, 0)]
+    assert to_resume(_owners(children, [ours], alive)) == [], "a child Job's pod still runs"
+    failed = [_child_pod(1, 0, phase="Failed")]
+    (target,) = to_resume(_owners(children, [ours], failed))
+    assert (target.kind, target.name, target.api_version) == (
+        "JobSet",
+        "js",
+        "jobset.x-k8s.io/v1alpha2",
+    )
+    assert to_resume(_owners(children, [_jobset(suspend=True)])) == [], "the user's"
+    api = run([], [_jobset_group(phase="Pending")], children, others=[ours])
+    assert ("resume-jobset", "js") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] == "resume-job"], "its controller resumes its Jobs"

@@ -69,12 +69,16 @@ class FakeApi:
     async def delete_group(self, namespace: str, name: str, uid: str) -> None:
         self.calls.append(("delete-group", name))
 
-    async def patch_job(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    async def patch_workload(
+        self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> None:
         suspend = (patch.get("spec") or {}).get("suspend")
-        self.calls.append(("suspend-job" if suspend else "resume-job", name))
+        kind = {"jobs": "job", "jobsets": "jobset"}[plural]
+        self.calls.append((f"suspend-{kind}" if suspend else f"resume-{kind}", name))
         self.job_patches = [*getattr(self, "job_patches", []), dict(patch)]
-        if "patch-job" in self.failing:
-            raise ApiError(403, "forbidden: jobs patch")
+        self.patched_paths = [*getattr(self, "patched_paths", []), f"{api_version}/{plural}"]
+        if f"patch-{kind}" in self.failing:
+            raise ApiError(403, f"forbidden: {plural} patch")
 
     async def patch_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
         pass

@@ -20,9 +20,10 @@ The mark `phalanx.dev/suspended-for` on the Job or JobSet (the eviction's reason
 fact that this operator suspended it: any replica, or one restarted after a crash, resumes a
 workload that carries it once none of its pods runs, and never one a user suspended. A time
 limit still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT
-ends a job). A workload another controller manages (`spec.managedBy`), one with pods outside
-the gang (suspending it would evict them too), or one this operator may not patch (the RBAC
-refuses) has its pods evicted as before.
+ends a job). A workload another controller manages (`spec.managedBy`) or owns (a TrainJob owns its
+JobSet and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended), one with
+pods outside the gang (suspending it would evict them too), or one this operator may not patch
+(the RBAC refuses) has its pods evicted as before.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def target_of(
 
 
 def _job_target(job: JobRec) -> Suspendable | None:
-    if job.state != "Active" or not job.job_controller:
+    if job.state != "Active" or not job.job_controller or not _unowned(job.workload, "CronJob"):
         return None
     if job.suspended and job.suspended_for is None:
         return None  # the user's suspension: not ours to lift later
@@ -125,10 +126,19 @@ def _job_target(job: JobRec) -> Suspendable | None:
 def _jobset_target(jobset: Workload) -> Suspendable | None:
     if jobset.state != "Active" or jobset.managed_by not in (None, JOBSET_CONTROLLER):
         return None
+    if not _unowned(jobset):
+        return None
     if jobset.suspended and SUSPENDED_FOR not in jobset.annotations:
         return None
     ref = jobset.ref
     return Suspendable("JobSet", ref.api_version, jobset.namespace, ref.name, ref.uid)
+
+
+def _unowned(workload: Workload | None, *kinds: str) -> bool:
+    """No controller above it that could set its `spec.suspend` back (a TrainJob sets its
+    JobSet's from its own) — a CronJob, or one of `kinds`, never does."""
+    owner = workload.owner if workload is not None else None
+    return owner is None or owner.kind in kinds
 
 
 def to_resume(owners: Owners) -> list[Suspendable]:

@@ -93,6 +93,12 @@ def test_only_a_job_the_job_controller_runs_and_no_user_suspended_is_suspended()
     ours = _job(suspend=True)
     ours["metadata"]["annotations"] = MARK
     assert target_of(members, members, _owners([ours])) is not None, "ours: issued again"
+    for kind, expected in (("CronJob", True), ("SomeOperator", False)):
+        owned = _job()
+        owned["metadata"]["ownerReferences"] = [
+            {"apiVersion": "x/v1", "kind": kind, "name": "o", "uid": "o-uid", "controller": True}
+        ]
+        assert (target_of(members, members, _owners([owned])) is not None) is expected, kind
     bare = [pod_record(pod("x", node_name="n1", phase="Running"))]
     assert target_of(bare, bare, _owners([_job()])) is None
     assert target_of([*members, *bare], [*members, *bare], _owners([_job()])) is None, (
@@ -224,6 +230,18 @@ def test_a_jobset_another_controller_runs_or_a_user_suspended_has_its_pods_evict
     ours["metadata"]["annotations"] = MARK
     again = _owners([_child(0), _child(1)], [ours], pods)
     assert target_of(every, every, again) is not None, "ours: issued again"
+    trained = _jobset()
+    trained["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "name": "t",
+            "uid": "t-uid",
+            "controller": True,
+        }
+    ]
+    owned = _owners([_child(0), _child(1)], [trained], pods)
+    assert target_of(every, every, owned) is None, "its TrainJob would set suspend back"
     api = _jobset_member_failed(_jobset(), FakeApi(failing={"patch-jobset"}))
     assert ("suspend-jobset", "js") in api.calls
     assert ("evict", "js-w-0-0") in api.calls, "the RBAC refused: its pods are evicted"

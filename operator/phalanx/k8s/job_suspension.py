@@ -20,8 +20,9 @@ The mark `phalanx.dev/suspended-for` on the Job or JobSet (the eviction's reason
 fact that this operator suspended it: any replica, or one restarted after a crash, resumes a
 workload that carries it once none of its pods runs, and never one a user suspended. A time
 limit still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT
-ends a job). A workload another controller manages (`spec.managedBy`) or owns (a TrainJob owns its
-JobSet and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended), one with
+ends a job). A workload another controller manages (`spec.managedBy`), owns (a TrainJob owns its JobSet
+and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended) or admits (Kueue
+resumes a workload labelled with one of its queues once admitted), one with
 pods outside the gang (suspending it would evict them too), or one this operator may not patch
 (the RBAC refuses) has its pods evicted as before.
 """
@@ -33,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.autogang import Workload
+from phalanx.core.autogang import KUEUE_QUEUE_LABEL, Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 
@@ -135,10 +136,12 @@ def _jobset_target(jobset: Workload) -> Suspendable | None:
 
 
 def _unowned(workload: Workload | None, *kinds: str) -> bool:
-    """No controller above it that could set its `spec.suspend` back (a TrainJob sets its
-    JobSet's from its own) — a CronJob, or one of `kinds`, never does."""
-    owner = workload.owner if workload is not None else None
-    return owner is None or owner.kind in kinds
+    """No controller above it that could set its `spec.suspend` back: a TrainJob sets its
+    JobSet's from its own, and Kueue resumes a workload it admitted (one labelled with a Kueue
+    queue) — a CronJob, or one of `kinds`, never does."""
+    if workload is None or KUEUE_QUEUE_LABEL in workload.labels:
+        return workload is None
+    return workload.owner is None or workload.owner.kind in kinds
 
 
 def to_resume(owners: Owners) -> list[Suspendable]:

@@ -99,6 +99,9 @@ def test_only_a_job_the_job_controller_runs_and_no_user_suspended_is_suspended()
             {"apiVersion": "x/v1", "kind": kind, "name": "o", "uid": "o-uid", "controller": True}
         ]
         assert (target_of(members, members, _owners([owned])) is not None) is expected, kind
+    kueued = _job()
+    kueued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    assert target_of(members, members, _owners([kueued])) is None, "Kueue would resume it"
     bare = [pod_record(pod("x", node_name="n1", phase="Running"))]
     assert target_of(bare, bare, _owners([_job()])) is None
     assert target_of([*members, *bare], [*members, *bare], _owners([_job()])) is None, (

@@ -20,11 +20,11 @@ The mark `phalanx.dev/suspended-for` on the Job or JobSet (the eviction's reason
 fact that this operator suspended it: any replica, or one restarted after a crash, resumes a
 workload that carries it once none of its pods runs, and never one a user suspended. A time
 limit still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT
-ends a job). A workload another controller manages (`spec.managedBy`), owns (a TrainJob owns its JobSet
-and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended) or admits (Kueue
-resumes a workload labelled with one of its queues once admitted), one with
-pods outside the gang (suspending it would evict them too), or one this operator may not patch
-(the RBAC refuses) has its pods evicted as before.
+ends a job). A workload another controller manages (`spec.managedBy`), owns (a TrainJob owns
+its JobSet and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended) or
+admits (Kueue resumes a workload labelled with one of its queues once admitted), one with pods
+outside the gang (suspending it would evict them too), or one this operator may not patch (the
+RBAC refuses) has its pods evicted as before.
 """
 
 from __future__ import annotations

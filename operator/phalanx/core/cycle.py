@@ -1441,9 +1441,15 @@ class Walk:
             )
             return
         if level is not None:
-            loose = place(
-                NowView(st, now, end, c.cache, node_cache=c.node_cache), w.shapes, None, None
+            # Its own plan holds capacity from its expected start on: over a window that reaches
+            # that start, the plain view counts those holds against it, and a gang that fits
+            # but for the topology read as one that does not fit at all.
+            view = (
+                _OverHolds(st, now, end, frozenset((gid,)))
+                if plan is not None
+                else NowView(st, now, end, c.cache, node_cache=c.node_cache)
             )
+            loose = place(view, w.shapes, None, None)
             if loose.assignment is not None:
                 name, gpus = self._best_domain(w, level, out)
                 lv = topo.levels[level]
@@ -1473,8 +1479,9 @@ class Walk:
                     placement=placement,
                 )
                 return
+        fit = out.fit_pods
         detail = f"needs {need} ({self._shape_text(w)}); {free} free" + (
-            f", but only {out.fit_pods} of its pods fit" if out.fit_pods else ""
+            f", but only {fit} of its pods fit" if fit and fit < _pods(w) else ""
         )
         c.reasons[gid] = self.decision(
             w, Reason.INSUFFICIENT_CAPACITY, detail + then, free=free, eta=eta, placement=placement

@@ -102,6 +102,26 @@ def _required_leaf_never_spans() -> Scenario:
     )
 
 
+def _required_leaf_blocked_with_its_own_plan() -> Scenario:
+    """4 × 8 GPUs under one leaf; l0 has 3 nodes (one was deleted), all free; l1 has 1 free
+    node and 4 GPUs on another: 36 GPUs free and 4 pods fit, 3 in l0 and 1 in l1, so only the
+    topology keeps it out. Its own plan (l1, once `a` and `b` end at 3,600 s) holds l1 from
+    then on; counted against it, the message said "36 free, but only 4 of its pods fit"
+    (walked on the dev cluster after a node under a running gang was deleted)."""
+    nodes = [n for n in fabric(1, 2, 4) if n.build().name != "s0-l0-n02"]
+    run = [
+        running("a").on("s0-l1-n00").on("s0-l1-n01").started(NOW).time_limit(3600),
+        running("b").on("s0-l1-n02", gpu=4).started(NOW).time_limit(3600),
+    ]
+    return Scenario(
+        "required: leaf blocked by topology alone says so, its own plan notwithstanding",
+        snapshot(nodes, running=run, pending=[gang("req").pods(4).required("leaf")]),
+        bound={},
+        reasons={"ns/req": Reason.TOPOLOGY_UNSATISFIABLE},
+        check=lambda r: _assert_detail(r, "ns/req", best_gpus=24, requested=32),
+    )
+
+
 def _preferred_leaf_spans_when_needed() -> Scenario:
     nodes = fabric(1, 2, 4)
     return Scenario(
@@ -443,6 +463,7 @@ SCENARIOS = [
     _two_fit_alone(),
     _one_leaf_over_fragments(),
     _required_leaf_never_spans(),
+    _required_leaf_blocked_with_its_own_plan(),
     _preferred_leaf_spans_when_needed(),
     _best_fit_keeps_empty_leaf(),
     _equal_queues_split_evenly(),

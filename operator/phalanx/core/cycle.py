@@ -1441,16 +1441,12 @@ class Walk:
             )
             return
         if level is not None:
-            # Its own plan holds capacity from its expected start on: over a window that reaches
-            # that start, the plain view counts those holds against it, and a gang that fits
-            # but for the topology read as one that does not fit at all.
-            view = (
-                _OverHolds(st, now, end, frozenset((gid,)))
-                if plan is not None
-                else NowView(st, now, end, c.cache, node_cache=c.node_cache)
-            )
-            loose = place(view, w.shapes, None, None)
-            if loose.assignment is not None:
+            # Topology keeps it out when it fits the free capacity without it and not with it.
+            # Both asked as if nothing were reserved: holds (its own plan's among them, from its
+            # expected start on) would make a gang that fits but for the topology read as one
+            # that does not fit at all; whether holds keep it out too is the next question.
+            loose = place(_IgnoreHolds(st, c.loose_cache, c.loose_index), w.shapes, None, None)
+            if loose.assignment is not None and self._place_ignoring_holds(w).assignment is None:
                 name, gpus = self._best_domain(w, level, out)
                 lv = topo.levels[level]
                 c.reasons[gid] = self.decision(

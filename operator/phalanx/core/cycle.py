@@ -44,6 +44,7 @@ from phalanx.core.model import (
     Reservation,
     Snapshot,
 )
+from phalanx.core.never_fits import never_fits
 from phalanx.core.ordering import GangKey, gang_order, queue_key, starvation_bound
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
@@ -1428,6 +1429,14 @@ class Walk:
                 w,
                 Reason.TOPOLOGY_UNSATISFIABLE,
                 f"needs {need} under one {lv.name}, but no node has the label {lv.label}",
+            )
+            return
+        never = never_fits(
+            self.prep, w.shapes, topo.levels[level].name if level is not None else None
+        )
+        if never:
+            c.reasons[gid] = self.decision(
+                w, Reason.INSUFFICIENT_CAPACITY, f"needs {need}; {never}", free=free
             )
             return
         if w.gpus > free:

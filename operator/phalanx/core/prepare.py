@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from phalanx.core.capacity import ClusterState
@@ -64,6 +64,9 @@ class Prepared:
     kept: Mapping[str, float]
     """`Snapshot.kept`: the gangs holding a binding reservation at the last cycle, each with
     since when it has held one (`Policy.keep_reservations`)."""
+    never_fits: dict[int, str] = field(default_factory=dict)
+    """Shape id → what no node offers its pods ("" when some node could hold one):
+    `core.never_fits`, filled as explanations ask."""
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
@@ -86,7 +89,7 @@ def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
     return names
 
 
-def _node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int]]:
+def node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int]]:
     alloc = [max(0, v) for v in index.vector(node.allocatable)]
     if GPU not in node.allocatable:
         try:
@@ -196,7 +199,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     capacity_fair = 0
     max_node_gpus = 0
     for node in nodes:
-        alloc, used = _node_vectors(node, index)
+        alloc, used = node_vectors(node, index)
         max_node_gpus = max(max_node_gpus, alloc[0])
         vec = [a - u for a, u in zip(alloc, used, strict=True)]
         free.append(vec)

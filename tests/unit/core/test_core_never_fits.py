@@ -1,0 +1,61 @@
+"""A gang whose pods no node can ever hold says what no node offers (`core.never_fits`), not
+"N free" as if capacity freeing up would let it start. Walked on the dev cluster (16 nodes of
+8 GPUs): a Job of 16-GPU pods read "needs 32 GPUs; 4 free", one whose nodeSelector matched no
+node "needs 2 GPUs; 0 free"."""
+
+from __future__ import annotations
+
+from core_builders import GangBuilder, GiB, fabric, gang, node, running, snapshot
+
+from phalanx.core import Policy, Reason, schedule
+
+NOW = 10_000.0
+
+
+def _message(pending: GangBuilder, *, busy: bool = False) -> tuple[Reason, str]:
+    nodes = fabric(1, 2, 2)
+    r = running("r").started(NOW).time_limit(3600)
+    for n in nodes:
+        r.on(n.build().name)
+    snap = snapshot(nodes, running=[r] if busy else [], pending=[pending])
+    g = schedule(snap, Policy(), NOW).gangs["ns/g"]
+    return g.reason, g.message
+
+
+def test_pods_larger_than_any_node_say_so() -> None:
+    reason, message = _message(gang("g").pods(2, gpu=16))
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message == (
+        "needs 32 GPUs; no node can ever hold one of its pods: each asks nvidia.com/gpu=16 "
+        "(at most 8) of the 4 nodes that accept it, counted by allocatable"
+    )
+
+
+def test_pods_whose_selector_matches_no_node_say_so() -> None:
+    reason, message = _message(gang("g").pods(2, gpu=1).selector("gpu.product", "H200"))
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message == (
+        "needs 2 GPUs; no node accepts its pods: their node selector, affinity and tolerations "
+        "match none of the 4 nodes (or only cordoned ones)"
+    )
+
+
+def test_no_node_with_all_it_asks_at_once_is_said_too() -> None:
+    """8 GPUs fit every node and so does the memory; both together, none (one node has less
+    memory, which alone would fit: 'at most' per resource is not the answer)."""
+    nodes = [
+        node("s0-l0-n00").gpus(4).leaf("s0-l0", "s0"),
+        node("s0-l0-n01").memory(64 * GiB).leaf("s0-l0", "s0"),
+    ]
+    snap = snapshot(nodes, pending=[gang("g").pods(1, gpu=8, memory=256 * GiB)])
+    g = schedule(snap, Policy(), NOW).gangs["ns/g"]
+    assert g.message == (
+        "needs 8 GPUs; no node can ever hold one of its pods: of the 2 nodes that accept it, "
+        "none has all of nvidia.com/gpu=8, memory=274877906944 allocatable at once"
+    )
+
+
+def test_a_gang_that_fits_empty_nodes_waits_with_the_usual_message() -> None:
+    reason, message = _message(gang("g").pods(2, gpu=8), busy=True)
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message.startswith("needs 16 GPUs; 0 free; expected start in 1h00m"), message

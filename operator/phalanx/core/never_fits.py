@@ -16,6 +16,10 @@ from phalanx.core.placement import Shape
 from phalanx.core.prepare import Prepared, node_vectors
 from phalanx.core.resources import count_fit
 
+NO_NODE_ACCEPTS = "no node accepts its pods"
+NO_NODE_HOLDS = "no node can ever hold one of its pods"
+"""How the two messages begin (after "needs N GPUs; "): `phalanx explain` reads them."""
+
 
 def never_fits(prep: Prepared, shapes: list[Shape], level: str | None) -> str:
     """What makes one of `shapes` impossible to place on any node ("" when each fits some
@@ -34,7 +38,7 @@ def _why(prep: Prepared, shape: Shape, level: str | None) -> str:
     if shape.feasible.node_count == 0:
         unlabelled = f", or ones without a {level} label" if level is not None else ""
         return (
-            f"no node accepts its pods: their node selector, affinity and tolerations match "
+            f"{NO_NODE_ACCEPTS}: their node selector, affinity and tolerations match "
             f"none of the {len(nodes)} nodes (or only cordoned ones{unlabelled})"
         )
     most: dict[int, int] = {}
@@ -50,10 +54,10 @@ def _why(prep: Prepared, shape: Shape, level: str | None) -> str:
     asks = ", ".join(f"{names[i]}={a}" for i, a in shape.req if names[i] != "pods")
     if short:
         return (
-            f"no node can ever hold one of its pods: each asks {', '.join(short)} of the "
+            f"{NO_NODE_HOLDS}: each asks {', '.join(short)} of the "
             f"{shape.feasible.node_count} nodes that accept it, counted by allocatable"
         )
     return (
-        f"no node can ever hold one of its pods: of the {shape.feasible.node_count} nodes that "
+        f"{NO_NODE_HOLDS}: of the {shape.feasible.node_count} nodes that "
         f"accept it, none has all of {asks} allocatable at once"
     )

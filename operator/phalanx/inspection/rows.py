@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from phalanx.core.never_fits import NO_NODE_ACCEPTS, NO_NODE_HOLDS
 from phalanx.core.reasons import YIELDS_WHEN_DUE, Reason, format_duration
 from phalanx.inspection.errors import ViewError
 from phalanx.quantity import QuantityError, to_units
@@ -346,6 +347,7 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         return ("no decision yet: the operator has not reported on this PodGroup (is it running?)",)
     if scheduled is not None and scheduled.get("status") == "True":
         return ()
+    message = (_str(scheduled.get("message")) if scheduled else None) or ""
     detail = _dict(status.get("pendingDetail"))
     requested = _int(detail.get("requestedGPUs"))
     free = _int(detail.get("freeGPUs"))
@@ -379,6 +381,14 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             )
         else:
             hints.append(f"needs {_gpus(requested)} free under one {level}")
+    elif reason == Reason.INSUFFICIENT_CAPACITY and any(
+        what in message for what in (NO_NODE_ACCEPTS, NO_NODE_HOLDS)
+    ):
+        # Nothing that ends or is evicted helps: no queue or ETA hint either.
+        return (
+            "needs pods that some node can hold: change their requests, node selector, affinity "
+            "or tolerations (the message says what no node offers), or add nodes that have it",
+        )
     elif reason == Reason.INSUFFICIENT_CAPACITY and requested is not None and free is not None:
         if requested > free:
             hints.append(

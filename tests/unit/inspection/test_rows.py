@@ -497,3 +497,22 @@ def test_share_shows_fair_share_1_at_zero_usage_and_a_small_usage_as_not_zero() 
     assert [render.usage_text(u) for u in (None, 0.0, 0.04, 9.4, 1638.4)] == [
         "-", "0", "0.04", "9.4", "1638"
     ]  # fmt: skip
+
+
+def test_explain_of_pods_no_node_can_hold_asks_for_other_pods_not_free_gpus() -> None:
+    """Nothing that ends or is evicted lets such a gang start: explain says to change the pods
+    (or add nodes), not "needs 28 more free GPUs" as it did (walked: a Job of 16-GPU pods)."""
+    groups, _ = situation()
+    big = copy.deepcopy(next(g for g in groups if g["metadata"]["name"] == "big"))
+    for message in (
+        "needs 32 GPUs; no node can ever hold one of its pods: each asks nvidia.com/gpu=16 "
+        "(at most 8) of the 16 nodes that accept it, counted by allocatable",
+        "needs 2 GPUs; no node accepts its pods: their node selector, affinity and tolerations "
+        "match none of the 16 nodes (or only cordoned ones)",
+    ):
+        big["status"]["conditions"][0]["message"] = message
+        assert would_start(big, NOW) == (
+            "needs pods that some node can hold: change their requests, node selector, "
+            "affinity or tolerations (the message says what no node offers), or add nodes that "
+            "have it",
+        )

@@ -1431,12 +1431,14 @@ class Walk:
                 f"needs {need} under one {lv.name}, but no node has the label {lv.label}",
             )
             return
-        never = never_fits(
-            self.prep, w.shapes, topo.levels[level].name if level is not None else None
-        )
+        never, topological = never_fits(self.prep, w.shapes, level)
         if never:
+            reason, best = Reason.INSUFFICIENT_CAPACITY, None
+            if topological and level is not None:
+                reason, best = Reason.TOPOLOGY_UNSATISFIABLE, self._best_domain(w, level, out)
+                need = f"{need} under one {topo.levels[level].name}"
             c.reasons[gid] = self.decision(
-                w, Reason.INSUFFICIENT_CAPACITY, f"needs {need}; {never}", free=free
+                w, reason, f"needs {need}; {never}", free=free, best=best
             )
             return
         if w.gpus > free:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from phalanx.core.capacity import ClusterState
 from phalanx.core.fit import Signature, node_accepts, signature
@@ -41,6 +42,9 @@ from phalanx.core.resources import (
 from phalanx.core.topology import Topology, build_topology
 from phalanx.core.work import GangWork, QueueState, RunningExtras, RunState
 
+if TYPE_CHECKING:  # never_fits imports this module
+    from phalanx.core.never_fits import EmptyFit
+
 
 @dataclass(slots=True)
 class Prepared:
@@ -64,9 +68,9 @@ class Prepared:
     kept: Mapping[str, float]
     """`Snapshot.kept`: the gangs holding a binding reservation at the last cycle, each with
     since when it has held one (`Policy.keep_reservations`)."""
-    never_fits: dict[int, str] = field(default_factory=dict)
-    """Shape id → what no node offers its pods ("" when some node could hold one):
-    `core.never_fits`, filled as explanations ask."""
+    never_fits: dict[int, EmptyFit] = field(default_factory=dict)
+    """Shape id → what the nodes accepting it could hold of it empty (`core.never_fits`),
+    filled as explanations ask."""
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:

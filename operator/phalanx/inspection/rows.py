@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from phalanx.core.never_fits import NO_NODE_ACCEPTS, NO_NODE_HOLDS
+from phalanx.core.never_fits import NEVER_PHRASES
 from phalanx.core.reasons import YIELDS_WHEN_DUE, Reason, format_duration
 from phalanx.inspection.errors import ViewError
 from phalanx.quantity import QuantityError, to_units
@@ -356,6 +356,15 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     allocated = _int(detail.get("queueAllocatedGPUs"))
     hints: list[str] = []
 
+    if reason in (Reason.INSUFFICIENT_CAPACITY, Reason.TOPOLOGY_UNSATISFIABLE) and any(
+        what in message for what in NEVER_PHRASES
+    ):
+        # Nothing that ends or is evicted helps: no queue or ETA hint either.
+        return (
+            "no capacity freeing up lets it start as written: change its pods (requests, count, "
+            "node selector, affinity, tolerations) or its required topology (the message says "
+            "what no node or domain offers), or add nodes that have it",
+        )
     if reason == Reason.WAITING_FOR_PODS:
         members = _int(status.get("members")) or 0
         minimum = _int(spec.get("minMember")) or 0
@@ -381,14 +390,6 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             )
         else:
             hints.append(f"needs {_gpus(requested)} free under one {level}")
-    elif reason == Reason.INSUFFICIENT_CAPACITY and any(
-        what in message for what in (NO_NODE_ACCEPTS, NO_NODE_HOLDS)
-    ):
-        # Nothing that ends or is evicted helps: no queue or ETA hint either.
-        return (
-            "needs pods that some node can hold: change their requests, node selector, affinity "
-            "or tolerations (the message says what no node offers), or add nodes that have it",
-        )
     elif reason == Reason.INSUFFICIENT_CAPACITY and requested is not None and free is not None:
         if requested > free:
             hints.append(

@@ -59,3 +59,25 @@ def test_a_gang_that_fits_empty_nodes_waits_with_the_usual_message() -> None:
     reason, message = _message(gang("g").pods(2, gpu=8), busy=True)
     assert reason == Reason.INSUFFICIENT_CAPACITY
     assert message.startswith("needs 16 GPUs; 0 free; expected start in 1h00m"), message
+
+
+def test_more_pods_under_one_leaf_than_any_leaf_holds_says_so() -> None:
+    """5 pods of 8 GPUs under one leaf; leaves of 2 nodes (walked: 5 × 8 GPUs, leaves of 4
+    nodes, read "needs 40 GPUs; 6 free")."""
+    reason, message = _message(gang("g").pods(3, gpu=8).required("leaf"))
+    assert reason == Reason.TOPOLOGY_UNSATISFIABLE
+    assert message == (
+        "needs 24 GPUs under one leaf; no leaf can ever hold all its pods: the one that could "
+        "hold the most (s0-l0) holds 2 of its 3 even empty (counted by allocatable)"
+    )
+
+
+def test_more_pods_than_the_accepting_nodes_hold_says_so() -> None:
+    """Pods of 3 GPUs: a node of 8 holds 2 of them; the 4 nodes 8 of the gang's 9 (its 27 GPUs
+    are fewer than the 32 there are: the total alone does not tell)."""
+    reason, message = _message(gang("g").pods(9, gpu=3))
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message == (
+        "needs 27 GPUs; the 4 nodes that accept its pods could hold 8 of its 9 even empty "
+        "(counted by allocatable)"
+    )

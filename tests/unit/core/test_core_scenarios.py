@@ -98,7 +98,23 @@ def _required_leaf_never_spans() -> Scenario:
         snapshot(nodes, pending=[gang("req").pods(6).required("leaf")]),
         bound={},
         reasons={"ns/req": Reason.TOPOLOGY_UNSATISFIABLE},
-        check=lambda r: _assert_detail(r, "ns/req", best_gpus=32, requested=48),
+        check=lambda r: _assert_never_under_one_leaf(r, "ns/req", best_gpus=32, requested=48),
+    )
+
+
+def _assert_never_under_one_leaf(r: CycleResult, gid: str, best_gpus: int, requested: int) -> None:
+    """A leaf too small for the gang even empty: the message says so (`core.never_fits`), and
+    the numbers still name the best leaf and its free GPUs."""
+    d = r.gangs[gid].detail
+    assert d is not None
+    assert (d.best_domain, d.best_domain_free_gpus, d.requested_gpus) == (
+        "s0-l0",
+        best_gpus,
+        requested,
+    )
+    assert r.gangs[gid].message == (
+        f"needs {requested} GPUs under one leaf; no leaf can ever hold all its pods: the one "
+        "that could hold the most (s0-l0) holds 4 of its 6 even empty (counted by allocatable)"
     )
 
 
@@ -240,7 +256,9 @@ def _reclaim_nothing_if_useless() -> Scenario:
             running=run,
             pending=[gang("w").queue("a").pods(3).required("leaf")],
         ),
-        reasons={"ns/w": Reason.INSUFFICIENT_CAPACITY},
+        # 3 nodes under one leaf of 2: no eviction could ever make room, and the reason says
+        # the topology is why (`core.never_fits`).
+        reasons={"ns/w": Reason.TOPOLOGY_UNSATISFIABLE},
         evictions=set(),
     )
 

@@ -501,7 +501,8 @@ def test_share_shows_fair_share_1_at_zero_usage_and_a_small_usage_as_not_zero() 
 
 def test_explain_of_pods_no_node_can_hold_asks_for_other_pods_not_free_gpus() -> None:
     """Nothing that ends or is evicted lets such a gang start: explain says to change the pods
-    (or add nodes), not "needs 28 more free GPUs" as it did (walked: a Job of 16-GPU pods)."""
+    or topology (or add nodes), not "needs 28 more free GPUs" as it did (walked: a Job of 16-GPU
+    pods)."""
     groups, _ = situation()
     big = copy.deepcopy(next(g for g in groups if g["metadata"]["name"] == "big"))
     for message in (
@@ -512,7 +513,13 @@ def test_explain_of_pods_no_node_can_hold_asks_for_other_pods_not_free_gpus() ->
     ):
         big["status"]["conditions"][0]["message"] = message
         assert would_start(big, NOW) == (
-            "needs pods that some node can hold: change their requests, node selector, "
-            "affinity or tolerations (the message says what no node offers), or add nodes that "
-            "have it",
+            "no capacity freeing up lets it start as written: change its pods (requests, count, "
+            "node selector, affinity, tolerations) or its required topology (the message says "
+            "what no node or domain offers), or add nodes that have it",
         )
+    big["status"]["conditions"][0]["reason"] = "TopologyUnsatisfiable"
+    big["status"]["conditions"][0]["message"] = (
+        "needs 40 GPUs under one leaf; no leaf can ever hold all its pods: the one that could "
+        "hold the most (leaf-00) holds 4 of its 5 even empty (counted by allocatable)"
+    )
+    assert would_start(big, NOW)[0].startswith("no capacity freeing up lets it start")

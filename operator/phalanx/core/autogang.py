@@ -27,6 +27,10 @@ TOPOLOGY_REQUIRED_ANNOTATION = "phalanx.dev/topology-required"
 TOPOLOGY_PREFERRED_ANNOTATION = "phalanx.dev/topology-preferred"
 TIME_LIMIT_ANNOTATION = "phalanx.dev/time-limit-seconds"
 QUEUE_LABEL = "phalanx.dev/queue"
+SUSPENDED_FOR_ANNOTATION = "phalanx.dev/suspended-for"
+"""On a Job or JobSet the operator suspended to evict its gang (the reason): its pods stay in
+that gang meanwhile — those that finished count, those terminating leave it — where a workload
+suspended by anyone else (Kueue) has its pods wait unganged until it resumes."""
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -249,7 +253,7 @@ def resolve(
     if not chain:
         return _other_kind(pod, namespace_queue)
     top = chain[-1]
-    if top.suspended:
+    if top.suspended and SUSPENDED_FOR_ANNOTATION not in top.annotations:
         return AutoGang(
             problem_reason="Suspended",
             problem=f"{top.title} is suspended (e.g. by Kueue until it admits it); its pods "

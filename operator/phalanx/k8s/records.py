@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from phalanx.core import MatchExpression, NodeSelectorTerm, Taint, Toleration
-from phalanx.core.autogang import MANAGED_LABEL, OwnerRef, Workload
+from phalanx.core.autogang import MANAGED_LABEL, SUSPENDED_FOR_ANNOTATION, OwnerRef, Workload
 from phalanx.k8s.workload_records import (
     KEPT_ANNOTATIONS,
     controller_of,
@@ -28,7 +28,7 @@ _NO_ANNOTATIONS: Mapping[str, str] = {}
 _NO_OWNER = OwnerRef("", "", "", "")
 SCHED_PLUGINS_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
-SUSPENDED_FOR = "phalanx.dev/suspended-for"
+SUSPENDED_FOR = SUSPENDED_FOR_ANNOTATION
 """Annotation on a Job this operator suspended to evict its gang (the eviction's reason):
 `k8s/job_suspension.py`."""
 RUN_FOR_ANNOTATION = "phalanx.dev/run-for"

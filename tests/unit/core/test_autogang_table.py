@@ -208,6 +208,11 @@ CASES: dict[str, Case] = {
             "pods are ganged when it resumes",
         ),
     ),
+    "a workload Phalanx suspended to evict its gang: its pods stay in the gang": Case(
+        pod(JOB),
+        [wl(JOB, 2, suspended=True, annotations={"phalanx.dev/suspended-for": "Reclaimed"})],
+        AutoGang(name="job-train", owner=JOB, min_member=2),
+    ),
     "queue: the pod's label first (its template's own wins over the workload's)": Case(
         pod(JOB, labels={"phalanx.dev/queue": "from-pod"}),
         [wl(JOB, 1, labels={"phalanx.dev/queue": "from-job"})],

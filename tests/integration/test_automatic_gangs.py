@@ -135,6 +135,45 @@ def run_job(cluster: Cluster, custom: Any, ns: str, body: dict[str, Any]) -> lis
     return pods
 
 
+def evict_one_and_wait_back(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    first: list[Any],
+    group: str,
+    selector: str,
+    *,
+    timeout: float,
+    what: str,
+) -> list[Any]:
+    """Evict the first of a running gang's pods through the Eviction API (as `kubectl drain`
+    does), see the gang evicted whole for it, and wait for as many new pods bound."""
+    victim = first[0].metadata.name
+    cluster.core.create_namespaced_pod_eviction(
+        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
+    )
+    wait_for(
+        lambda: any(
+            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
+            for c in group_status(custom, ns, group).get("conditions", [])
+        ),
+        timeout=30,
+        what=f"{group} evicted whole (MemberFailed) after one member was evicted",
+    )
+    old = {p.metadata.name for p in first}
+    again: list[Any] = wait_for(
+        lambda: (
+            len(fresh := [p for p in pods_by(cluster, ns, selector) if p.metadata.name not in old])
+            == len(first)
+            and all(p.spec.node_name for p in fresh)
+            and fresh
+        ),
+        timeout=timeout,
+        what=what,
+    )
+    return again
+
+
 def owned_by(group: dict[str, Any], kind: str, uid: str) -> bool:
     refs = group["metadata"].get("ownerReferences") or []
     return any(r["kind"] == kind and r["uid"] == uid and r.get("controller") for r in refs)
@@ -439,28 +478,14 @@ def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(
     body["spec"]["podFailurePolicy"] = {
         "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
     }
-    selector = "batch.kubernetes.io/job-name=eight"
     first = run_job(cluster, custom, ns, body)
-    victim = first[0].metadata.name
-    cluster.core.create_namespaced_pod_eviction(
-        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
-    )
-    wait_for(
-        lambda: any(
-            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
-            for c in group_status(custom, ns, "job-eight").get("conditions", [])
-        ),
-        timeout=30,
-        what="job-eight evicted whole (MemberFailed) after one member was evicted",
-    )
-    old = {p.metadata.name for p in first}
-    again = wait_for(
-        lambda: (
-            len(fresh := [p for p in pods_by(cluster, ns, selector) if p.metadata.name not in old])
-            == 8
-            and all(p.spec.node_name for p in fresh)
-            and fresh
-        ),
+    again = evict_one_and_wait_back(
+        cluster,
+        custom,
+        ns,
+        first,
+        "job-eight",
+        "batch.kubernetes.io/job-name=eight",
         timeout=60,
         what="8 new pods of Job eight bound (the Job suspended, then resumed once its pods left)",
     )
@@ -487,25 +512,13 @@ def test_an_evicted_jobsets_gang_is_back_in_seconds_by_suspending_the_jobset(
     create_workload(custom, JOBSET_API, ns, body)
     selector = "jobset.sigs.k8s.io/jobset-name=js"
     first = wait_bound(cluster, ns, selector, 8)
-    victim = first[0].metadata.name
-    cluster.core.create_namespaced_pod_eviction(
-        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
-    )
-    wait_for(
-        lambda: any(
-            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
-            for c in group_status(custom, ns, "jobset-js").get("conditions", [])
-        ),
-        timeout=30,
-        what="jobset-js evicted whole (MemberFailed) after one member was evicted",
-    )
-    old = {p.metadata.name for p in first}
-    wait_for(
-        lambda: (
-            len(fresh := [p for p in pods_by(cluster, ns, selector) if p.metadata.name not in old])
-            == 8
-            and all(p.spec.node_name for p in fresh)
-        ),
+    evict_one_and_wait_back(
+        cluster,
+        custom,
+        ns,
+        first,
+        "jobset-js",
+        selector,
         timeout=45,
         what="8 new pods of JobSet js bound (the JobSet suspended, then resumed once its pods "
         "left)",

@@ -39,14 +39,17 @@ def job(parallelism: int) -> dict[str, Any]:
     }
 
 
-def managed(min_member: int, **status: Any) -> dict[str, Any]:
+def managed(min_member: int, owner: dict[str, Any] | None = None, **status: Any) -> dict[str, Any]:
+    """The managed PodGroup of `owner` (the Job `train` unless said), as the operator makes it."""
+    owner = owner or JOB_REF
+    name = f"{str(owner['kind']).lower()}-{owner['name']}"
     return {
         "metadata": {
-            "name": "job-train",
+            "name": name,
             "namespace": "ns",
-            "uid": "g-job-train",
+            "uid": f"g-{name}",
             "labels": {"phalanx.dev/managed": "true"},
-            "ownerReferences": [JOB_REF],
+            "ownerReferences": [owner],
         },
         "spec": {"minMember": min_member, "queue": "research"},
         "status": status,

@@ -190,17 +190,7 @@ def _child_pod(i: int, k: int, phase: str = "Running") -> dict[str, Any]:
 
 
 def _jobset_group(**status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "jobset-js",
-            "namespace": "ns",
-            "uid": "g-jobset-js",
-            "labels": {"phalanx.dev/managed": "true"},
-            "ownerReferences": [JOBSET_REF],
-        },
-        "spec": {"minMember": 4, "queue": "research"},
-        "status": status,
-    }
+    return managed(4, JOBSET_REF, **status)
 
 
 def _jobset_member_failed(jobset: dict[str, Any], api: FakeApi | None = None) -> FakeApi:

@@ -345,7 +345,8 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
             decisions[p.id] = GangDecision(
                 Reason.QUEUE_FORBIDDEN,
                 f"namespace {p.ns!r} may not submit to queue {p.queue!r} "
-                f"(allowed: {', '.join(qs.queue.namespaces)})",
+                f"(its spec.namespaces: {', '.join(qs.queue.namespaces)})"
+                + (f"; the queue was named by {p.queue_source}" if p.queue_source else ""),
             )
             continue
         level_pos = topo.level_pos

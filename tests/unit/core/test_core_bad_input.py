@@ -6,7 +6,7 @@ gets the expected reason (and a message that says what is wrong), `ok` is still 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from core_builders import fabric, gang, node, queue, snapshot
@@ -230,3 +230,19 @@ def test_guarantees_beyond_cluster_are_scaled_and_flagged() -> None:
         assert q.guarantee_scaled
         assert "scaled down to 25%" in q.message
         assert q.deserved[GPU] == 8
+
+
+def test_a_forbidden_queue_says_what_named_it() -> None:
+    """A managed gang takes its queue from labels (walked: a namespace relabelled to a queue
+    that does not admit it): the message says which, as QueueNotFound's does."""
+    p = replace(
+        gang("team-b/x").queue("team-a").pods(1).build(),
+        queue_source="label phalanx.dev/queue of namespace team-b",
+    )
+    snap = snapshot(fabric(1, 1, 1), [queue("team-a").namespaces("team-a")], pending=[p])
+    got = schedule(snap, Policy(), NOW).gangs["team-b/x"]
+    assert got.reason == Reason.QUEUE_FORBIDDEN
+    assert got.message == (
+        "namespace 'team-b' may not submit to queue 'team-a' (its spec.namespaces: team-a); "
+        "the queue was named by label phalanx.dev/queue of namespace team-b"
+    )

@@ -38,8 +38,9 @@ class EmptyFit:
     """Why no pod of the shape fits any node ("" when one does)."""
     total: int
     """Pods of the shape all those nodes together could hold."""
-    domains: dict[int, tuple[str, int]]
-    """Required level → its domain that could hold the most, with how many."""
+    best: tuple[str, int] | None
+    """The domain of the shape's required level that could hold the most of it, with how many
+    (None without a required level)."""
 
 
 def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[str, bool]:
@@ -60,8 +61,8 @@ def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[
                 f"{fit.total} of its {k} {EVEN_EMPTY}",
                 False,
             )
-        if level is not None and name is not None:
-            domain, most = fit.domains[level]
+        if fit.best is not None:
+            domain, most = fit.best
             if most < k:
                 return (
                     f"no {name} {NEVER_ALL}: the one that could hold the most ({domain}) "
@@ -79,7 +80,7 @@ def _empty_fit(prep: Prepared, shape: Shape, level: int | None, name: str | None
             f"{NO_NODE_ACCEPTS}: their node selector, affinity and tolerations match none of "
             f"the {len(nodes)} nodes (or only cordoned ones{unlabelled})",
             0,
-            {},
+            None,
         )
     most: dict[int, int] = {}
     total = 0
@@ -95,12 +96,12 @@ def _empty_fit(prep: Prepared, shape: Shape, level: int | None, name: str | None
                 by_domain[d] = by_domain.get(d, 0) + count
             for i, _ in shape.req:
                 most[i] = max(most.get(i, 0), alloc[i])
-    domains: dict[int, tuple[str, int]] = {}
+    best = None
     if level is not None and by_domain:
         d = min(by_domain, key=lambda d: (-by_domain[d], d))
-        domains[level] = (topo.level_domain_names[level][d], by_domain[d])
+        best = (topo.level_domain_names[level][d], by_domain[d])
     if total:
-        return EmptyFit("", total, domains)
+        return EmptyFit("", total, best)
     names = prep.index.names
     short = [f"{names[i]}={a} (at most {most[i]})" for i, a in shape.req if most[i] < a]
     asks = ", ".join(f"{names[i]}={a}" for i, a in shape.req if names[i] != "pods")
@@ -114,4 +115,4 @@ def _empty_fit(prep: Prepared, shape: Shape, level: int | None, name: str | None
             f"{NO_NODE_HOLDS}: of the {shape.feasible.node_count} nodes that accept it, none "
             f"has all of {asks} allocatable at once"
         )
-    return EmptyFit(why, 0, domains)
+    return EmptyFit(why, 0, best)

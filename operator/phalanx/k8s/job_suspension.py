@@ -40,7 +40,6 @@ from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 
 log = logging.getLogger("phalanx.jobs")
 
-JOB_CONTROLLER = "kubernetes.io/job-controller"
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 PLURALS = {"Job": "jobs", "JobSet": "jobsets"}
 
@@ -58,6 +57,15 @@ class Suspendable:
     @property
     def title(self) -> str:
         return f"{self.kind} {self.name}"
+
+    @classmethod
+    def job(cls, job: JobRec) -> Suspendable:
+        return cls("Job", "batch/v1", job.namespace, job.name, job.uid)
+
+    @classmethod
+    def jobset(cls, jobset: Workload) -> Suspendable:
+        ref = jobset.ref
+        return cls("JobSet", ref.api_version, jobset.namespace, ref.name, ref.uid)
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ def _job_target(job: JobRec) -> Suspendable | None:
         return None
     if job.suspended and job.suspended_for is None:
         return None  # the user's suspension: not ours to lift later
-    return Suspendable("Job", "batch/v1", job.namespace, job.name, job.uid)
+    return Suspendable.job(job)
 
 
 def _jobset_target(jobset: Workload) -> Suspendable | None:
@@ -131,16 +139,17 @@ def _jobset_target(jobset: Workload) -> Suspendable | None:
         return None
     if jobset.suspended and SUSPENDED_FOR not in jobset.annotations:
         return None
-    ref = jobset.ref
-    return Suspendable("JobSet", ref.api_version, jobset.namespace, ref.name, ref.uid)
+    return Suspendable.jobset(jobset)
 
 
 def _unowned(workload: Workload | None, *kinds: str) -> bool:
     """No controller above it that could set its `spec.suspend` back: a TrainJob sets its
     JobSet's from its own, and Kueue resumes a workload it admitted (one labelled with a Kueue
     queue) — a CronJob, or one of `kinds`, never does."""
-    if workload is None or KUEUE_QUEUE_LABEL in workload.labels:
-        return workload is None
+    if workload is None:
+        return True
+    if KUEUE_QUEUE_LABEL in workload.labels:
+        return False
     return workload.owner is None or workload.owner.kind in kinds
 
 
@@ -149,12 +158,8 @@ def to_resume(owners: Owners) -> list[Suspendable]:
     resumed now, their controllers make the pods again at once. Finished pods do not count: a
     suspended Job's controller deletes only its active pods, and the member that failed (what
     `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it."""
-    marked = [
-        Suspendable("Job", "batch/v1", j.namespace, j.name, j.uid)
-        for j in owners.jobs.values()
-        if j.suspended_for is not None
-    ] + [
-        Suspendable("JobSet", w.ref.api_version, w.namespace, w.ref.name, w.ref.uid)
+    marked = [Suspendable.job(j) for j in owners.jobs.values() if j.suspended_for is not None] + [
+        Suspendable.jobset(w)
         for w in owners.workloads.values()
         if w.ref.kind == "JobSet" and SUSPENDED_FOR in w.annotations
     ]

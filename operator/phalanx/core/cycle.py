@@ -1451,13 +1451,16 @@ class Walk:
                 placement=placement,
             )
             return
+        unreserved: Outcome | None = None  # where it starts were nothing reserved (asked once)
         if level is not None:
             # Topology keeps it out when it fits the free capacity without it and not with it.
             # Both asked as if nothing were reserved: holds (its own plan's among them, from its
             # expected start on) would make a gang that fits but for the topology read as one
             # that does not fit at all; whether holds keep it out too is the next question.
             loose = place(_IgnoreHolds(st, c.loose_cache, c.loose_index), w.shapes, None, None)
-            if loose.assignment is not None and self._place_ignoring_holds(w).assignment is None:
+            if loose.assignment is not None:
+                unreserved = self._place_ignoring_holds(w)
+            if unreserved is not None and unreserved.assignment is None:
                 name, gpus = self._best_domain(w, level, out)
                 lv = topo.levels[level]
                 c.reasons[gid] = self.decision(
@@ -1472,9 +1475,10 @@ class Walk:
                 )
                 return
         if st.hold_count:
-            loose = self._place_ignoring_holds(w)
-            if loose.assignment is not None:
-                nodes = sorted({n for _, n in loose.assignment})
+            if unreserved is None:
+                unreserved = self._place_ignoring_holds(w)
+            if unreserved.assignment is not None:
+                nodes = sorted({n for _, n in unreserved.assignment})
                 holders = [g for g in st.held_gangs(nodes, end) if g != gid]
                 who = ", ".join(holders[:3]) + (" …" if len(holders) > 3 else "")
                 c.reasons[gid] = self.decision(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phalanx.core.placement import Shape
-from phalanx.core.prepare import Prepared, node_vectors
+from phalanx.core.prepare import Prepared
 from phalanx.core.resources import count_fit
 
 NO_NODE_ACCEPTS = "no node accepts its pods"
@@ -88,7 +88,7 @@ def _empty_fit(prep: Prepared, shape: Shape, level: int | None, name: str | None
     of_leaf = topo.level_domain_of_leaf[level] if level is not None else None
     for leaf, members in shape.feasible.leaf_nodes.items():
         for n in members:
-            alloc = node_vectors(nodes[n], prep.index)[0]
+            alloc = prep.allocatable[n]
             count = count_fit(alloc, shape.req)
             total += count
             if of_leaf is not None:

@@ -68,6 +68,8 @@ class Prepared:
     kept: Mapping[str, float]
     """`Snapshot.kept`: the gangs holding a binding reservation at the last cycle, each with
     since when it has held one (`Policy.keep_reservations`)."""
+    allocatable: list[list[int]] = field(default_factory=list)
+    """Each node's allocatable resources (dense, as `state.free`): what it holds empty."""
     never_fits: dict[int, EmptyFit] = field(default_factory=dict)
     """Shape id → what the nodes accepting it could hold of it empty (`core.never_fits`),
     filled as explanations ask."""
@@ -93,7 +95,7 @@ def _names(snapshot: Snapshot, policy: Policy) -> set[str]:
     return names
 
 
-def node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int]]:
+def _node_vectors(node: Node, index: ResourceIndex) -> tuple[list[int], list[int]]:
     alloc = [max(0, v) for v in index.vector(node.allocatable)]
     if GPU not in node.allocatable:
         try:
@@ -198,12 +200,14 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
     topo = build_topology(nodes, policy.topology_levels)
 
     free: list[list[int]] = []
+    allocatable: list[list[int]] = []
     usable: list[bool] = []
     capacity_gpu = 0
     capacity_fair = 0
     max_node_gpus = 0
     for node in nodes:
-        alloc, used = node_vectors(node, index)
+        alloc, used = _node_vectors(node, index)
+        allocatable.append(alloc)
         max_node_gpus = max(max_node_gpus, alloc[0])
         vec = [a - u for a, u in zip(alloc, used, strict=True)]
         free.append(vec)
@@ -428,6 +432,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
         roll_forward=roll_forward,
         roll_back=roll_back,
         kept=snapshot.kept,
+        allocatable=allocatable,
     )
 
 

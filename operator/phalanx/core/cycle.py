@@ -1514,10 +1514,11 @@ class Walk:
             return out.best_domain, out.best_domain_gpus
         topo, st = self.prep.topo, self.state
         of_leaf = topo.level_domain_of_leaf[level]
+        # Each leaf once, however many shapes accept it (summed per shape, a leaf accepted by
+        # two shapes read as twice its free GPUs: "the best leaf has 64 free" of 32).
         sums: dict[int, int] = {}
-        for s in w.shapes:
-            for leaf in s.feasible.leaves:
-                sums[of_leaf[leaf]] = sums.get(of_leaf[leaf], 0) + st.leaf_gpu[leaf]
+        for leaf in {leaf for s in w.shapes for leaf in s.feasible.leaves}:
+            sums[of_leaf[leaf]] = sums.get(of_leaf[leaf], 0) + st.leaf_gpu[leaf]
         if not sums:
             return "none", 0
         d = min(sums, key=lambda d: (-sums[d], d))

@@ -73,6 +73,11 @@ class Prepared:
     never_fits: dict[int, EmptyFit] = field(default_factory=dict)
     """Shape id → what the nodes accepting it could hold of it empty (`core.never_fits`),
     filled as explanations ask."""
+    never_fits_together: dict[tuple[int | None, tuple[tuple[int, int], ...]], tuple[str, bool]] = (
+        field(default_factory=dict)
+    )
+    """(required level, ((shape id, pods), …)) → whether a gang of several shapes can never fit
+    together, and why (`core.never_fits`), filled as explanations ask."""
 
 
 def _names(snapshot: Snapshot, policy: Policy) -> set[str]:

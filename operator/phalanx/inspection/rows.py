@@ -383,10 +383,18 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         hints.append("needs a corrected spec (see the message)")
     elif reason == Reason.TOPOLOGY_UNSATISFIABLE and requested is not None:
         level = _str(_dict(spec.get("topology")).get("required")) or "domain"
-        if best is not None and best_free is not None:
+        if best is not None and best_free is not None and best_free < requested:
             hints.append(
                 f"needs {_more_free(requested - best_free)} under one {level} "
                 f"({requested} requested; the best {level}, {best}, has {best_free} free)"
+            )
+        elif best is not None and best_free is not None:
+            # Enough GPUs under the domain, but not on nodes where its pods fit ("needs 0 more
+            # free GPUs" read as if it were about to start).
+            hints.append(
+                f"needs free GPUs under one {level} on nodes where its pods fit (the best "
+                f"{level}, {best}, has {best_free} free for {requested} requested, but not on "
+                "nodes matching its per-pod requests, selectors and tolerations)"
             )
         else:
             hints.append(f"needs {_gpus(requested)} free under one {level}")

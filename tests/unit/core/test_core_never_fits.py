@@ -81,3 +81,64 @@ def test_more_pods_than_the_accepting_nodes_hold_says_so() -> None:
         "needs 27 GPUs; the 4 nodes that accept its pods could hold 8 of its 9 even empty "
         "(counted by allocatable)"
     )
+
+
+def test_shapes_that_each_fit_a_leaf_but_not_together_say_so() -> None:
+    """Walked on the dev cluster (leaves of 4 nodes of 8 GPUs): 3 pods of 8 GPUs and 2 of 8 GPUs
+    and 64 CPUs under one leaf read "needs 40 GPUs under one leaf; the best leaf (leaf-03) has
+    64 free": each shape fits a leaf alone, not both. Here leaves of 2 nodes: 2 + 1 pods; a node
+    holds one of them (8 GPUs each), so a leaf at most 2 of the 3."""
+    reason, message = _message(gang("g").pods(2, gpu=8).pods(1, gpu=8, cpu=32_000).required("leaf"))
+    assert reason == Reason.TOPOLOGY_UNSATISFIABLE
+    assert message == (
+        "needs 24 GPUs under one leaf; no leaf can ever hold all its pods: the one that could "
+        "hold the most (s0-l0) holds at most 2 of its 3 even empty (counted by allocatable)"
+    )
+
+
+def test_shapes_that_together_ask_more_than_a_leaf_has_say_so() -> None:
+    """2 pods of 5 GPUs and 2 of 4: a node of 8 could hold two of them (4 + 4), so the pod count
+    alone does not tell (4 of 4 per leaf); their 18 GPUs against a leaf's 16 do."""
+    reason, message = _message(gang("g").pods(2, gpu=5).pods(2, gpu=4, cpu=1_000).required("leaf"))
+    assert reason == Reason.TOPOLOGY_UNSATISFIABLE
+    assert message == (
+        "needs 18 GPUs under one leaf; no leaf can ever hold all its pods: its pods ask "
+        "nvidia.com/gpu=18 in all and the closest leaf (s0-l0) has 16 on the nodes that accept "
+        "them even empty (counted by allocatable)"
+    )
+
+
+def test_shapes_that_together_overflow_the_cluster_say_so() -> None:
+    """5 pods of 5 GPUs (4 of one shape, 1 of another): 25 of the 32 GPUs, but a node of 8
+    holds one."""
+    reason, message = _message(gang("g").pods(4, gpu=5).pods(1, gpu=5, cpu=1_000))
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message == (
+        "needs 25 GPUs; the 4 nodes that accept its pods could hold at most 4 of its 5 even "
+        "empty (counted by allocatable)"
+    )
+
+
+def test_shapes_that_fit_together_empty_wait_with_the_usual_message() -> None:
+    """A launcher beside its worker on one leaf fits empty nodes: busy ones make it wait with an
+    expected start, not a 'never'."""
+    reason, message = _message(
+        gang("g").pods(1, gpu=8).pods(1, gpu=8, cpu=1_000).required("leaf"), busy=True
+    )
+    assert reason == Reason.INSUFFICIENT_CAPACITY
+    assert message.startswith("needs 16 GPUs; 0 free; expected start in 1h00m"), message
+
+
+def test_the_best_leaf_of_a_gang_of_two_shapes_counts_its_free_gpus_once() -> None:
+    """Two shapes accept the same leaves; summed per shape the best leaf had twice its free GPUs
+    (walked: "the best leaf (leaf-03) has 64 free" of 32). One node of each leaf busy: 8 free
+    per leaf, 16 in all, so it fits but for the topology."""
+    nodes = fabric(1, 2, 2)
+    r = running("r").started(NOW).time_limit(3600).on("s0-l0-n00").on("s0-l1-n00")
+    pending = gang("g").pods(1, gpu=8).pods(1, gpu=8, cpu=1_000).required("leaf")
+    g = schedule(snapshot(nodes, running=[r], pending=[pending]), Policy(), NOW).gangs["ns/g"]
+    assert g.reason == Reason.TOPOLOGY_UNSATISFIABLE
+    assert g.message.startswith("needs 16 GPUs under one leaf; the best leaf (s0-l0) has 8 free"), (
+        g.message
+    )
+    assert g.detail is not None and g.detail.best_domain_free_gpus == 8

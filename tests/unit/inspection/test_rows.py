@@ -260,6 +260,33 @@ def test_explain_topology_names_the_gpus_missing_under_the_best_domain() -> None
     assert out.would_start[-1].startswith("no expected start")
 
 
+def test_explain_topology_with_enough_gpus_in_the_domain_says_they_are_not_where_pods_fit() -> None:
+    """Its leaf has as many GPUs free as it asks, on nodes its pods do not fit (split across
+    nodes): "needs 0 more free GPUs" read as if it were about to start."""
+    obj = podgroup(
+        "split",
+        4,
+        topology={"required": "leaf"},
+        status=pending(
+            "TopologyUnsatisfiable",
+            "needs 32 GPUs under one leaf; the best leaf (leaf-02) has 32 free",
+            requested=32,
+            free=40,
+            deserved=128,
+            allocated=0,
+            position=1,
+            eta_in=None,
+            members=4,
+            best=("leaf-02", 32),
+        ),
+    )
+    assert explanation(obj, NOW).would_start[0] == (
+        "needs free GPUs under one leaf on nodes where its pods fit (the best leaf, leaf-02, has "
+        "32 free for 32 requested, but not on nodes matching its per-pod requests, selectors "
+        "and tolerations)"
+    )
+
+
 def test_explain_waiting_for_pods_counts_the_missing_members() -> None:
     obj = podgroup(
         "early",

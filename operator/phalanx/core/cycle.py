@@ -1431,11 +1431,14 @@ class Walk:
                 f"needs {need} under one {lv.name}, but no node has the label {lv.label}",
             )
             return
-        never, topological = never_fits(self.prep, w.shapes, level)
+        never, domain = never_fits(self.prep, w.shapes, level)
         if never:
             reason, best = Reason.INSUFFICIENT_CAPACITY, None
-            if topological and level is not None:
-                reason, best = Reason.TOPOLOGY_UNSATISFIABLE, self._best_domain(w, level, out)
+            if domain is not None and level is not None:
+                # The domain the message names (the closest even empty), with its GPUs free now.
+                frees = self._domain_free_gpus(w, level)
+                best = (topo.level_domain_names[level][domain], frees.get(domain, 0))
+                reason = Reason.TOPOLOGY_UNSATISFIABLE
                 need = f"{need} under one {topo.levels[level].name}"
             c.reasons[gid] = self.decision(
                 w, reason, f"needs {need}; {never}", free=free, best=best
@@ -1512,17 +1515,22 @@ class Walk:
     def _best_domain(self, w: GangWork, level: int, out: Outcome) -> tuple[str, int]:
         if out.best_domain is not None and out.best_domain_gpus is not None:
             return out.best_domain, out.best_domain_gpus
-        topo, st = self.prep.topo, self.state
-        of_leaf = topo.level_domain_of_leaf[level]
-        # Each leaf once, however many shapes accept it (summed per shape, a leaf accepted by
-        # two shapes read as twice its free GPUs: "the best leaf has 64 free" of 32).
-        sums: dict[int, int] = {}
-        for leaf in {leaf for s in w.shapes for leaf in s.feasible.leaves}:
-            sums[of_leaf[leaf]] = sums.get(of_leaf[leaf], 0) + st.leaf_gpu[leaf]
+        sums = self._domain_free_gpus(w, level)
         if not sums:
             return "none", 0
         d = min(sums, key=lambda d: (-sums[d], d))
-        return topo.level_domain_names[level][d], sums[d]
+        return self.prep.topo.level_domain_names[level][d], sums[d]
+
+    def _domain_free_gpus(self, w: GangWork, level: int) -> dict[int, int]:
+        """GPUs free now per domain of `level`, over the leaves some shape of the gang accepts:
+        each leaf once, however many shapes accept it (summed per shape, a leaf accepted by two
+        shapes read as twice its free GPUs: "the best leaf has 64 free" of 32)."""
+        of_leaf = self.prep.topo.level_domain_of_leaf[level]
+        leaf_gpu = self.state.leaf_gpu
+        sums: dict[int, int] = {}
+        for leaf in {leaf for s in w.shapes for leaf in s.feasible.leaves}:
+            sums[of_leaf[leaf]] = sums.get(of_leaf[leaf], 0) + leaf_gpu[leaf]
+        return sums
 
     def _bound_message(self, w: GangWork, out: Outcome, backfilled: bool) -> str:
         assert out.assignment is not None

@@ -48,14 +48,15 @@ class EmptyFit:
     """Why no pod of the shape fits any node ("" when one does)."""
     total: int
     """Pods of the shape all those nodes together could hold."""
-    best: tuple[str, int] | None
-    """The domain of the shape's required level that could hold the most of it, with how many
-    (None without a required level)."""
+    best: tuple[int, int] | None
+    """The domain (index) of the shape's required level that could hold the most of it, with how
+    many (None without a required level)."""
 
 
-def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[str, bool]:
-    """What makes the gang of `shapes` impossible to place ("" when nothing found), and whether
-    the topology (its required `level`) is what does."""
+def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[str, int | None]:
+    """What makes the gang of `shapes` impossible to place ("" when nothing found), and when the
+    topology (its required `level`) is what does, the domain of that level the message names
+    (the one that came closest), else None."""
     topo = prep.topo
     name = topo.levels[level].name if level is not None else None
     for shape in shapes:
@@ -63,21 +64,21 @@ def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[
         if fit is None:
             fit = prep.never_fits[shape.id] = _empty_fit(prep, shape, level, name)
         if fit.why:
-            return fit.why, False
+            return fit.why, None
         k = len(shape.pods)
         if fit.total < k:
             return (
                 f"the {shape.feasible.node_count} nodes that accept its pods could hold "
                 f"{fit.total} of its {k} {EVEN_EMPTY}",
-                False,
+                None,
             )
-        if fit.best is not None:
-            domain, most = fit.best
+        if fit.best is not None and level is not None:
+            d, most = fit.best
             if most < k:
                 return (
-                    f"no {name} {NEVER_ALL}: the one that could hold the most ({domain}) "
-                    f"holds {most} of its {k} {EVEN_EMPTY}",
-                    True,
+                    f"no {name} {NEVER_ALL}: the one that could hold the most "
+                    f"({topo.level_domain_names[level][d]}) holds {most} of its {k} {EVEN_EMPTY}",
+                    d,
                 )
     if len(shapes) > 1:
         key = (level, tuple((s.id, len(s.pods)) for s in shapes))
@@ -85,7 +86,7 @@ def never_fits(prep: Prepared, shapes: list[Shape], level: int | None) -> tuple[
         if hit is None:
             hit = prep.never_fits_together[key] = _together(prep, shapes, level, name)
         return hit
-    return "", False
+    return "", None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ class _Bound:
 
 def _together(
     prep: Prepared, shapes: list[Shape], level: int | None, name: str | None
-) -> tuple[str, bool]:
+) -> tuple[str, int | None]:
     """Whether the shapes can never fit together: in the whole cluster, then (with a required
     `level`) in any one domain of it; the message names the domain that came closest."""
     accepted: dict[int, list[Shape]] = {}
@@ -116,17 +117,17 @@ def _together(
         return (
             f"the {len(accepted)} nodes that accept its pods could hold at most "
             f"{everywhere.pods} of its {total} {EVEN_EMPTY}",
-            False,
+            None,
         )
     if everywhere.short is not None:
         what, asked, has = everywhere.short
         return (
             f"its pods ask {what}={asked} in all and the {len(accepted)} nodes that accept them "
             f"have {has} {EVEN_EMPTY}",
-            False,
+            None,
         )
     if level is None:
-        return "", False
+        return "", None
     topo = prep.topo
     of_leaf = topo.level_domain_of_leaf[level]
     domains: dict[int, list[int]] = {}
@@ -134,7 +135,7 @@ def _together(
         domains.setdefault(of_leaf[topo.leaf_of[n]], []).append(n)
     bounds = {d: _bound(prep, shapes, accepted, per_node, ns) for d, ns in domains.items()}
     if any(b.pods >= total and b.short is None for b in bounds.values()):
-        return "", False
+        return "", None
     # The closest: the fewest pods short, then the least short of a resource.
     d = min(
         bounds,
@@ -149,14 +150,14 @@ def _together(
         return (
             f"no {name} {NEVER_ALL}: the one that could hold the most ({domain}) holds at most "
             f"{b.pods} of its {total} {EVEN_EMPTY}",
-            True,
+            d,
         )
     assert b.short is not None
     what, asked, has = b.short
     return (
         f"no {name} {NEVER_ALL}: its pods ask {what}={asked} in all and the closest {name} "
         f"({domain}) has {has} on the nodes that accept them {EVEN_EMPTY}",
-        True,
+        d,
     )
 
 
@@ -236,7 +237,7 @@ def _empty_fit(prep: Prepared, shape: Shape, level: int | None, name: str | None
     best = None
     if level is not None and by_domain:
         d = min(by_domain, key=lambda d: (-by_domain[d], d))
-        best = (topo.level_domain_names[level][d], by_domain[d])
+        best = (d, by_domain[d])
     if total:
         return EmptyFit("", total, best)
     names = prep.index.names

@@ -73,9 +73,9 @@ class Prepared:
     never_fits: dict[int, EmptyFit] = field(default_factory=dict)
     """Shape id → what the nodes accepting it could hold of it empty (`core.never_fits`),
     filled as explanations ask."""
-    never_fits_together: dict[tuple[int | None, tuple[tuple[int, int], ...]], tuple[str, bool]] = (
-        field(default_factory=dict)
-    )
+    never_fits_together: dict[
+        tuple[int | None, tuple[tuple[int, int], ...]], tuple[str, int | None]
+    ] = field(default_factory=dict)
     """(required level, ((shape id, pods), …)) → whether a gang of several shapes can never fit
     together, and why (`core.never_fits`), filled as explanations ask."""
 

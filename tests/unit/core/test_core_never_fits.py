@@ -142,3 +142,16 @@ def test_the_best_leaf_of_a_gang_of_two_shapes_counts_its_free_gpus_once() -> No
         g.message
     )
     assert g.detail is not None and g.detail.best_domain_free_gpus == 8
+
+
+def test_the_numbers_of_a_gang_that_never_fits_name_the_domain_its_message_names() -> None:
+    """Walked: the message named leaf-00 (the closest even empty) and `bestDomain` leaf-03 (the
+    most free now). Both leaves hold at most 2 of the 3 pods; s0-l0 (first by name) is named,
+    and its numbers are its own 8 free GPUs, not s0-l1's 16."""
+    nodes = fabric(1, 2, 2)
+    r = running("r").started(NOW).time_limit(3600).on("s0-l0-n00")
+    pending = gang("g").pods(2, gpu=8).pods(1, gpu=8, cpu=32_000).required("leaf")
+    g = schedule(snapshot(nodes, running=[r], pending=[pending]), Policy(), NOW).gangs["ns/g"]
+    assert "the one that could hold the most (s0-l0) holds at most 2 of its 3" in g.message
+    assert g.detail is not None
+    assert (g.detail.best_domain, g.detail.best_domain_free_gpus) == ("s0-l0", 8)

@@ -26,11 +26,14 @@ from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     JOBSET_API,
     LWS_API,
+    TRAINJOB_API,
     create_workload,
     delete_workloads,
     jobset,
     leader_worker_set,
     pod_template,
+    training_runtime,
+    trainjob,
 )
 
 pytestmark = pytest.mark.integration
@@ -529,6 +532,42 @@ def test_an_evicted_jobsets_gang_is_back_in_seconds_by_suspending_the_jobset(
     assert "phalanx.dev/suspended-for" not in annotations, "unmarked"
     jobs = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
     assert len(jobs) == 2 and not any(j.spec.suspend for j in jobs), "both Jobs resumed"
+
+
+def test_an_evicted_trainjobs_gang_is_back_by_suspending_the_trainjob_and_it_does_not_fail(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    """A TrainJob of 8 nodes (the real Kubeflow Trainer v2.0.0 controller; its JobSet's one Job
+    has the default `backoffLimit` 6 and no `podFailurePolicy`) loses one pod to the Eviction API,
+    as `kubectl drain` does. Evicted pod by pod, the Job counted 8 failures and the JobSet and
+    the TrainJob were `Failed` 1.6 s later on the dev cluster. The operator suspends the
+    TrainJob (the Trainer suspends its JobSet, the JobSet controller its Job, whose controller
+    deletes the pods uncounted) and resumes it once they are gone: 8 new pods bound within 45 s,
+    the TrainJob unmarked and not failed, its Job with the drained pod's one failure."""
+    body = trainjob("tj", nodes=8, gpus=1, runtime=training_runtime(custom))
+    create_workload(custom, TRAINJOB_API, ns, body)
+    selector = "jobset.sigs.k8s.io/jobset-name=tj"
+    first = wait_bound(cluster, ns, selector, 8)
+    evict_one_and_wait_back(
+        cluster,
+        custom,
+        ns,
+        first,
+        "trainjob-tj",
+        selector,
+        timeout=45,
+        what="8 new pods of TrainJob tj bound (the TrainJob suspended, then resumed once its "
+        "pods left)",
+    )
+    made = custom.get_namespaced_custom_object(*TRAINJOB_API[:2], ns, TRAINJOB_API[2], "tj")
+    assert not made["spec"].get("suspend"), "resumed"
+    assert "phalanx.dev/suspended-for" not in (made["metadata"].get("annotations") or {})
+    failed = [
+        c for c in (made.get("status") or {}).get("conditions") or [] if c["type"] == "Failed"
+    ]
+    assert not any(c["status"] == "True" for c in failed), made.get("status")
+    (job_now,) = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
+    assert not job_now.spec.suspend and (job_now.status.failed or 0) <= 1, job_now.status
 
 
 def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(

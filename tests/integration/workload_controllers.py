@@ -1,10 +1,11 @@
-"""The real JobSet and LeaderWorkerSet controllers for the tests that ask for them.
+"""The real JobSet, LeaderWorkerSet and Kubeflow Trainer controllers for the tests that ask for
+them.
 
 Started once per session, on the session's cluster, the first time a test names the fixture
 `workload_controllers` (the build, a few minutes when their binaries are not cached yet, happens
 then too, with progress on stderr); stopped, their webhook configurations deleted first, at the
 end of the session. How they are run: `phalanx.devcluster.controllers`. Builders of their workloads
-below (`jobset`, `leader_worker_set`).
+below (`jobset`, `leader_worker_set`, `trainjob` with its runtime `training_runtime`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from phalanx.devcluster.controllers import WorkloadControllers
-from tests.integration.objects import TOLERATE_KWOK, container
+from tests.integration.objects import GPU, TOLERATE_KWOK, container
 from tests.integration.waiting import wait_for
 
 if TYPE_CHECKING:  # conftest imports this module: no import cycle at run time
@@ -41,6 +42,10 @@ def workload_controllers(
 
 JOBSET_API = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+RUNTIME_API = ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
+TRAINING_RUNTIME = "phalanx-kwok-torch"
+"""The ClusterTrainingRuntime of the tests' TrainJobs (`training_runtime`)."""
 
 
 def pod_template(
@@ -118,10 +123,67 @@ def leader_worker_set(
     }
 
 
+def training_runtime(custom: Any) -> str:
+    """A ClusterTrainingRuntime for fake GPU nodes (the Trainer's `torch-distributed` with the
+    kwok toleration and `schedulerName: phalanx`), made once; its name."""
+    from kubernetes.client.exceptions import ApiException
+
+    spec = {"tolerations": TOLERATE_KWOK, "schedulerName": "phalanx"}
+    spec["containers"] = [{"name": "node", "image": "busybox", "command": ["torchrun"]}]
+    body = {
+        "apiVersion": f"{RUNTIME_API[0]}/{RUNTIME_API[1]}",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": TRAINING_RUNTIME},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {"template": {"spec": spec}},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    try:
+        custom.create_cluster_custom_object(*RUNTIME_API, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    return TRAINING_RUNTIME
+
+
+def trainjob(name: str, *, nodes: int, gpus: int, runtime: str) -> dict[str, Any]:
+    """A TrainJob of `nodes` pods of `gpus` GPUs on `runtime` (`training_runtime`)."""
+    return {
+        "apiVersion": f"{TRAINJOB_API[0]}/{TRAINJOB_API[1]}",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": runtime},
+            "trainer": {
+                "numNodes": nodes,
+                "resourcesPerNode": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+            },
+        },
+    }
+
+
 def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
-    """Delete every JobSet and LWS of the namespace and wait their pods out (their controllers
-    would recreate what the namespace fixture deletes)."""
-    for group, version, plural in (JOBSET_API, LWS_API):
+    """Delete every TrainJob, JobSet and LWS of the namespace and wait their pods out (their
+    controllers would recreate what the namespace fixture deletes)."""
+    apis = (TRAINJOB_API, JOBSET_API, LWS_API)
+    for group, version, plural in apis:
         custom.delete_collection_namespaced_custom_object(
             group, version, namespace, plural, propagation_policy="Background"
         )
@@ -129,11 +191,11 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
         lambda: (
             not any(
                 custom.list_namespaced_custom_object(g, v, namespace, p)["items"]
-                for g, v, p in (JOBSET_API, LWS_API)
+                for g, v, p in apis
             )
         ),
         timeout=60,
-        what=f"the JobSets and LeaderWorkerSets of {namespace} to be deleted",
+        what=f"the TrainJobs, JobSets and LeaderWorkerSets of {namespace} to be deleted",
     )
     cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     wait_for(

@@ -1,12 +1,14 @@
-"""The real JobSet and LeaderWorkerSet controllers, run as local processes against a dev cluster.
+"""The real JobSet, LeaderWorkerSet and Kubeflow Trainer controllers, run as local processes
+against a dev cluster.
 
 Automatic gangs (issue 18) are tested against the controllers people run, not stand-ins. Both are
 built from their Go modules (`binaries.ensure_workload_controllers`, pinned in `versions.py`);
 everything else they need is read at run time from the module's own copy in the Go module cache
 (`go mod download -json` names the folder) and never committed:
 
-- their CRDs (`config/**/crd/bases/*.yaml`), applied server-side and awaited until Established
-  (without the conversion webhook their kustomizations patch in: each CRD serves one version);
+- their CRDs (`config/**/crd/bases/*.yaml`; the Trainer's `manifests/base/crds`), applied
+  server-side and awaited until Established (without the conversion webhook their
+  kustomizations patch in: each CRD serves one version);
 - their webhooks (`config/**/webhook/manifests.yaml`, with the JSON patches their kustomization
   applies, e.g. the objectSelector that limits the pod webhooks to their own pods), rewritten
   from an in-cluster Service to `clientConfig.url: https://127.0.0.1:<port>/<path>` with the CA
@@ -20,6 +22,9 @@ process answers /readyz and the API server routes admission to its mutating webh
 with dry-run requests); `stop` deletes the webhook configurations first (they match every pod
 create with `failurePolicy: Fail`; left behind without a server, they would refuse pods), then
 stops the processes. The CRDs stay: deleting them would delete every object of their kinds.
+
+The Trainer's webhooks are not registered (it manages its own certificates, for a Service name
+the API server cannot reach here): what it needs to start is in `trainer.py`.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ from phalanx.devcluster.binaries import (
     require_go,
 )
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.trainer import arguments as trainer_arguments
+from phalanx.devcluster.trainer import environment as trainer_environment
+from phalanx.devcluster.trainer import prepare as prepare_trainer
+from phalanx.devcluster.trainer import rotator_target
 
 Log = Callable[[str], None]
 LOOPBACK = "127.0.0.1"
@@ -87,11 +96,11 @@ def module_dir(controller: WorkloadController) -> Path:
     return Path(info["Dir"])
 
 
-def crd_files(source: Path) -> list[Path]:
+def crd_files(controller: WorkloadController, source: Path) -> list[Path]:
     """The CRD manifests of a controller's module (kubebuilder layout: `crd/bases`)."""
-    found = sorted(p for p in source.glob("config/**/crd/bases/*.yaml"))
+    found = sorted(p for p in source.glob(controller.crds))
     if not found:
-        raise DevClusterError(f"no CRDs under {source}/config/**/crd/bases/")
+        raise DevClusterError(f"no CRDs at {source}/{controller.crds}")
     return found
 
 
@@ -336,7 +345,7 @@ PROBES: dict[str, Callable[[Any, str], bool]] = {
 
 
 class WorkloadControllers:
-    """The JobSet and LWS controllers against the cluster behind `kubeconfig`."""
+    """The JobSet, LWS and Trainer controllers against the cluster behind `kubeconfig`."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, log: Log = _stderr) -> None:
         self.kubeconfig, self.workdir, self.log = kubeconfig, workdir, log
@@ -356,6 +365,18 @@ class WorkloadControllers:
         api_client = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
         return DynamicClient(api_client), client.CustomObjectsApi(api_client)  # type: ignore[no-untyped-call]
 
+    def _prepare(self, dynamic: Any, c: WorkloadController, cert: Certificate) -> list[Any]:
+        """What a controller without registered webhooks needs first (the Trainer's rotator:
+        `trainer.py`): the webhook configurations made for it, deleted again by `stop`."""
+        if c.admission:
+            return []
+        from kubernetes import client
+
+        prepare_trainer(client.CoreV1Api(dynamic.client), cert.cert_pem, cert.key_pem, cert.ca_pem)
+        target = rotator_target(FIELD_MANAGER)
+        self._apply(dynamic, target)
+        return [target]
+
     def start(self, deadline_s: float = 120) -> None:
         """Build if needed, apply the CRDs, start both controllers, register their webhooks, and
         return once they serve (or stop everything and raise, with the controller's log)."""
@@ -374,20 +395,26 @@ class WorkloadControllers:
         try:
             sources = {c.name: module_dir(c) for c in WORKLOAD_CONTROLLERS}
             for c in WORKLOAD_CONTROLLERS:
-                self._apply_crds(dynamic, sources[c.name], deadline)
+                self._apply_crds(dynamic, c, sources[c.name], deadline)
             for c in WORKLOAD_CONTROLLERS:
-                self.running.append(
-                    self._launch(c, binaries[c.name], cert_dir, free_port(taken), free_port(taken))
+                made = self._prepare(dynamic, c, cert)
+                run = self._launch(
+                    c, binaries[c.name], cert_dir, free_port(taken), free_port(taken)
                 )
+                run.webhooks = made
+                self.running.append(run)
             for run in self.running:
                 self._wait_ready(run, cert.ca_pem, deadline)
+                if not run.controller.admission:
+                    continue
                 run.webhooks = webhook_configurations(
                     run.controller, sources[run.controller.name], run.webhook_port, cert.ca_pem
                 )
                 for doc in run.webhooks:
                     self._apply(dynamic, doc)
             for run in self.running:
-                self._wait_webhooks(run, custom, deadline)
+                if run.controller.name in PROBES:
+                    self._wait_webhooks(run, custom, deadline)
         except BaseException:
             self.stop()
             raise
@@ -409,9 +436,11 @@ class WorkloadControllers:
             force_conflicts=True,
         )
 
-    def _apply_crds(self, dynamic: Any, source: Path, deadline: float) -> None:
+    def _apply_crds(
+        self, dynamic: Any, c: WorkloadController, source: Path, deadline: float
+    ) -> None:
         names = []
-        for path in crd_files(source):
+        for path in crd_files(c, source):
             for doc in yaml.safe_load_all(path.read_text()):
                 if doc:
                     self._apply(dynamic, doc)
@@ -443,19 +472,23 @@ class WorkloadControllers:
         webhook_port: int,
         health_port: int,
     ) -> Running:
-        config_file = self.workdir / f"{c.name}-config.yaml"
-        config_file.write_text(yaml.safe_dump(_config(c, webhook_port, cert_dir)))
         log_path = self.workdir / f"{c.name}.log"
         env = dict(os.environ)
         env["KUBECONFIG"] = str(self.kubeconfig)
-        cmd = [
-            str(binary),
-            f"--config={config_file}",
-            f"--kubeconfig={self.kubeconfig}",
-            f"--health-probe-bind-address={LOOPBACK}:{health_port}",
-            "--metrics-bind-address=0",
-            "--leader-elect=false",
-        ]
+        if c.admission:
+            config_file = self.workdir / f"{c.name}-config.yaml"
+            config_file.write_text(yaml.safe_dump(_config(c, webhook_port, cert_dir)))
+            cmd = [
+                str(binary),
+                f"--config={config_file}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--health-probe-bind-address={LOOPBACK}:{health_port}",
+                "--metrics-bind-address=0",
+                "--leader-elect=false",
+            ]
+        else:
+            cmd = [str(binary), *trainer_arguments(self.kubeconfig, health_port, webhook_port)]
+            env = trainer_environment(env)
         with log_path.open("ab") as out:
             out.write(f"$ {' '.join(cmd)}\n".encode())
             out.flush()
@@ -465,7 +498,9 @@ class WorkloadControllers:
         return Running(c, process, log_path, webhook_port, health_port)
 
     def _wait_ready(self, run: Running, ca_pem: bytes, deadline: float) -> None:
-        """/readyz answers 200 and the webhook port serves TLS with our certificate."""
+        """/readyz answers 200 and the webhook port serves TLS with our certificate (the
+        Trainer's /readyz checks its webhook server itself, whose certificate file it shares
+        with any other Trainer on this machine: `trainer.py`)."""
         context = ssl.create_default_context(cadata=ca_pem.decode())
         url = f"http://{LOOPBACK}:{run.health_port}/readyz"
         while True:
@@ -477,6 +512,8 @@ class WorkloadControllers:
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
                     ready = resp.status == 200
+                if ready and not run.controller.admission:
+                    return
                 with (
                     socket.create_connection((LOOPBACK, run.webhook_port), timeout=2) as raw,
                     context.wrap_socket(raw, server_hostname=LOOPBACK),
@@ -538,7 +575,7 @@ class WorkloadControllers:
 
 
 def main() -> None:
-    """`python -m phalanx.devcluster.controllers`: build both controllers (no-op when cached)."""
+    """`python -m phalanx.devcluster.controllers`: build the controllers (no-op when cached)."""
     try:
         paths = ensure_workload_controllers()
     except DevClusterError as exc:

@@ -30,6 +30,10 @@ https://proxy.golang.org/sigs.k8s.io/lws/@v/v0.10.0.zip: 403 Forbidden / This mo
 not available." (its .info and .mod are served, not the .zip; v0.10.1, v0.9.1 and v0.9.2 are not
 served at all). v0.9.0 is served, declares go 1.26.0 and has no replace directives either."""
 
+TRAINER = "v2.0.0"
+"""github.com/kubeflow/trainer/v2: the Kubeflow Trainer controller (TrainJob), the one version the
+Go module proxy lists (`go list -m -versions`); it builds with the JobSet module it requires."""
+
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:
     """Return the staging-module version matching a Kubernetes release (v1.36.3 -> v0.36.3)."""
@@ -40,7 +44,7 @@ def staging_version(kubernetes: str = KUBERNETES) -> str:
 def cache_key() -> str:
     """Name of the cache folder for this exact set of pins.
 
-    The workload controllers (JOBSET, LWS) are not in it: their binaries carry their version in
-    their names (`binaries.WorkloadController.binary`), so a new controller pin builds one new
-    binary beside the others instead of a whole new control plane."""
+    The workload controllers (JOBSET, LWS, TRAINER) are not in it: their binaries carry their
+    version in their names (`binaries.WorkloadController.binary`), so a new controller pin builds
+    one new binary beside the others instead of a whole new control plane."""
     return f"k8s-{KUBERNETES}_etcd-{ETCD}_kwok-{KWOK}_helm-{HELM}"

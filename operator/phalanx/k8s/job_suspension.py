@@ -1,4 +1,5 @@
-"""Evicting a Job's or a JobSet's gang by suspending it, and resuming it once its pods are gone.
+"""Evicting a Job's, a JobSet's or a TrainJob's gang by suspending it, and resuming it once its
+pods are gone.
 
 Why not evict the pods, as for any other gang: the Job controller's pod-failure back-off counts
 every pod that ended since the Job's last success â€” those a `podFailurePolicy` `Ignore` on
@@ -16,15 +17,25 @@ A JobSet's gang is its child Jobs' pods: the JobSet is suspended, not its Jobs â
 suspends every child Job then, and resumes at once any child Job suspended under a JobSet that
 is not (so suspending a child Job alone would race it).
 
-The mark `phalanx.dev/suspended-for` on the Job or JobSet (the eviction's reason) is the durable
-fact that this operator suspended it: any replica, or one restarted after a crash, resumes a
-workload that carries it once none of its pods runs, and never one a user suspended. A time
-limit still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT
-ends a job). A workload another controller manages (`spec.managedBy`), owns (a TrainJob owns
-its JobSet and sets its `spec.suspend` from its own; only a CronJob's Jobs are suspended) or
-admits (Kueue resumes a workload labelled with one of its queues once admitted), one with pods
-outside the gang (suspending it would evict them too), or one this operator may not patch (the
-RBAC refuses) has its pods evicted as before.
+A TrainJob's (Kubeflow Trainer v2) gang is its JobSet's pods: the TrainJob is suspended, and its
+controller applies `spec.suspend` to the JobSet from its own (read in its JobSet plugin's
+`Build`), so suspending the JobSet alone would be undone. Why it matters more there than
+anywhere: the Trainer's JobSet has one Job of `numNodes` pods with the Job's default
+`backoffLimit` (6) and no `podFailurePolicy`, and a JobSet without `failurePolicy` fails with its
+first failed Job. Walked on the dev cluster (Trainer v2.0.0, JobSet v0.12.0): a TrainJob of 8
+nodes lost one pod to the Eviction API (`kubectl drain`); evicted pod by pod, its Job counted 8
+failures, failed `BackoffLimitExceeded`, and the JobSet and the TrainJob were `Failed` 1.6 s
+later: one drained node ended the training run.
+
+The mark `phalanx.dev/suspended-for` on the workload suspended (the eviction's reason) is the
+durable fact that this operator suspended it: any replica, or one restarted after a crash, resumes
+a workload that carries it once none of its pods runs, and never one a user suspended. A time limit
+still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT ends a
+job). A workload another controller manages (`spec.managedBy`), owns (only a CronJob's Jobs are
+suspended, and a TrainJob's JobSet through the TrainJob) or admits (Kueue resumes a workload
+labelled with one of its queues once admitted), one with pods outside the gang (suspending it would
+evict them too), or one this operator may not patch (the RBAC refuses) has its pods evicted as
+before.
 """
 
 from __future__ import annotations
@@ -41,12 +52,13 @@ from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 log = logging.getLogger("phalanx.jobs")
 
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
-PLURALS = {"Job": "jobs", "JobSet": "jobsets"}
+TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+PLURALS = {"Job": "jobs", "JobSet": "jobsets", "TrainJob": "trainjobs"}
 
 
 @dataclass(frozen=True, slots=True)
 class Suspendable:
-    """A Job or JobSet whose suspension evicts its gang: what the patch needs."""
+    """A Job, JobSet or TrainJob whose suspension evicts its gang: what the patch needs."""
 
     kind: str
     api_version: str
@@ -63,9 +75,10 @@ class Suspendable:
         return cls("Job", "batch/v1", job.namespace, job.name, job.uid)
 
     @classmethod
-    def jobset(cls, jobset: Workload) -> Suspendable:
-        ref = jobset.ref
-        return cls("JobSet", ref.api_version, jobset.namespace, ref.name, ref.uid)
+    def workload(cls, workload: Workload) -> Suspendable:
+        """A JobSet or a TrainJob."""
+        ref = workload.ref
+        return cls(ref.kind, ref.api_version, workload.namespace, ref.name, ref.uid)
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,12 @@ class Owners:
         owner = job.workload.owner if job.workload is not None else None
         return owner.uid if owner is not None and owner.kind == "JobSet" else None
 
+    def trainjob_of(self, jobset: str) -> str | None:
+        """The uid of the TrainJob that owns the JobSet of uid `jobset`, if one does."""
+        w = self.workloads.get(jobset)
+        owner = w.owner if w is not None else None
+        return owner.uid if owner is not None and owner.kind == "TrainJob" else None
+
 
 NO_OWNERS = Owners({}, {}, ())
 
@@ -89,7 +108,7 @@ NO_OWNERS = Owners({}, {}, ())
 def target_of(
     members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
 ) -> Suspendable | None:
-    """The one Job, or the one JobSet, every member belongs to, if suspending it evicts this
+    """The one Job, JobSet or TrainJob every member belongs to, if suspending it evicts this
     gang and nothing else: its own controller runs it (no other `managedBy`), a user has not
     suspended it, and none of its live pods is outside the gang (`gang_pods`)."""
     members = list(members)
@@ -111,7 +130,11 @@ def target_of(
         covered = {job.uid}
     else:
         jobset = owners.workloads.get(parent)
-        target = _jobset_target(jobset) if jobset is not None else None
+        trainjob = owners.workloads.get(owners.trainjob_of(parent) or "")
+        if trainjob is not None:
+            target = _trainjob_target(trainjob)
+        else:
+            target = _jobset_target(jobset) if jobset is not None else None
         covered = {u for u, j in owners.jobs.items() if owners.jobset_of(j) == parent}
     if target is None:
         return None
@@ -139,7 +162,17 @@ def _jobset_target(jobset: Workload) -> Suspendable | None:
         return None
     if jobset.suspended and SUSPENDED_FOR not in jobset.annotations:
         return None
-    return Suspendable.jobset(jobset)
+    return Suspendable.workload(jobset)
+
+
+def _trainjob_target(trainjob: Workload) -> Suspendable | None:
+    if trainjob.state != "Active" or trainjob.managed_by not in (None, TRAINJOB_CONTROLLER):
+        return None
+    if not _unowned(trainjob):
+        return None
+    if trainjob.suspended and SUSPENDED_FOR not in trainjob.annotations:
+        return None
+    return Suspendable.workload(trainjob)
 
 
 def _unowned(workload: Workload | None, *kinds: str) -> bool:
@@ -154,14 +187,15 @@ def _unowned(workload: Workload | None, *kinds: str) -> bool:
 
 
 def to_resume(owners: Owners) -> list[Suspendable]:
-    """Jobs and JobSets this operator suspended none of whose pods still runs or terminates:
-    resumed now, their controllers make the pods again at once. Finished pods do not count: a
+    """Jobs, JobSets and TrainJobs this operator suspended none of whose pods still runs or
+    terminates: resumed now, their controllers make the pods again at once. Finished pods do
+    not count: a
     suspended Job's controller deletes only its active pods, and the member that failed (what
     `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it."""
     marked = [Suspendable.job(j) for j in owners.jobs.values() if j.suspended_for is not None] + [
-        Suspendable.jobset(w)
+        Suspendable.workload(w)
         for w in owners.workloads.values()
-        if w.ref.kind == "JobSet" and SUSPENDED_FOR in w.annotations
+        if w.ref.kind in ("JobSet", "TrainJob") and SUSPENDED_FOR in w.annotations
     ]
     if not marked:
         return []
@@ -174,6 +208,9 @@ def to_resume(owners: Owners) -> list[Suspendable]:
         parent = owners.jobset_of(job) if job is not None else None
         if parent is not None:
             alive.add(parent)
+            grandparent = owners.trainjob_of(parent)
+            if grandparent is not None:
+                alive.add(grandparent)
     return sorted((t for t in marked if t.uid not in alive), key=lambda t: t.uid)
 
 

@@ -41,7 +41,7 @@ OPERATOR_RULES = {
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"list", "watch"},
     ("kubeflow.org", "pytorchjobs"): {"list", "watch"},
     ("kubeflow.org", "mpijobs"): {"list", "watch"},
-    ("trainer.kubeflow.org", "trainjobs"): {"list", "watch"},
+    ("trainer.kubeflow.org", "trainjobs"): {"list", "watch", "patch"},
     ("ray.io", "rayclusters"): {"list", "watch"},
     ("ray.io", "rayjobs"): {"list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},

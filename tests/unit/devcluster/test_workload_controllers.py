@@ -20,6 +20,7 @@ from phalanx.devcluster.controllers import (
     webhook_configurations,
 )
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.trainer import arguments, rotator_target
 
 MANIFESTS = """\
 apiVersion: admissionregistration.k8s.io/v1
@@ -69,7 +70,7 @@ def module(tmp_path: Path, patch: str = PATCH) -> Path:
 def test_webhooks_are_served_from_loopback_with_the_ca_and_the_upstream_patches(
     tmp_path: Path,
 ) -> None:
-    (jobset, _lws) = WORKLOAD_CONTROLLERS
+    jobset = WORKLOAD_CONTROLLERS[0]
     docs = webhook_configurations(jobset, module(tmp_path), 40123, b"CA PEM")
     names = [d["metadata"]["name"] for d in docs]
     assert names == [
@@ -120,5 +121,28 @@ def test_binaries_carry_their_pinned_versions() -> None:
     assert {c.name: c.binary for c in WORKLOAD_CONTROLLERS} == {
         "jobset": f"jobset-controller-{versions.JOBSET}",
         "lws": f"lws-controller-{versions.LWS}",
+        "trainer": f"trainer-controller-{versions.TRAINER}",
     }
     assert versions.JOBSET not in versions.cache_key()
+
+
+def test_the_trainer_starts_by_its_flags_on_loopback_with_a_webhook_target_matching_nothing() -> (
+    None
+):
+    """Its rotator needs a webhook configuration of that name to call itself ready; one that
+    matched TrainJobs would send them to a server whose certificate the API server cannot
+    verify (`devcluster/trainer.py`)."""
+    trainer = next(c for c in WORKLOAD_CONTROLLERS if c.name == "trainer")
+    assert not trainer.admission
+    assert [c.name for c in WORKLOAD_CONTROLLERS].index("jobset") < list(
+        WORKLOAD_CONTROLLERS
+    ).index(trainer), "the JobSet CRD first"
+    args = arguments(Path("/k/config"), 41000, 41001)
+    assert "--health-probe-bind-address=127.0.0.1:41000" in args
+    assert "--webhook-server-port=41001" in args
+    assert "--metrics-bind-address=0" in args and "--leader-elect=false" in args
+    target = rotator_target("phalanx-devcluster")
+    assert target["metadata"]["name"] == "validator.trainer.kubeflow.org"
+    (hook,) = target["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert [r["apiGroups"] for r in hook["rules"]] == [["devcluster.phalanx.dev"]]

@@ -269,3 +269,87 @@ def test_a_jobset_we_suspended_is_resumed_once_its_jobs_pods_are_gone() -> None:
     api = run([], [_jobset_group(phase="Pending")], children, others=[ours])
     assert ("resume-jobset", "js") in api.calls, api.calls
     assert not [c for c in api.calls if c[0] == "resume-job"], "its controller resumes its Jobs"
+
+
+# A TrainJob `t` (Kubeflow Trainer v2) owning the JobSet `js`: one gang of its four pods.
+TRAINJOB_REF = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "name": "t",
+    "uid": "t-uid",
+    "controller": True,
+}
+
+
+def _trainjob(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ns", "uid": "t-uid"},
+        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 4}, **spec},
+    }
+
+
+def _trained_jobset(**spec: Any) -> dict[str, Any]:
+    body = _jobset(**spec)
+    body["metadata"]["ownerReferences"] = [TRAINJOB_REF]
+    return body
+
+
+def test_a_trainjobs_gang_is_evicted_by_suspending_the_trainjob() -> None:
+    """Walked: a TrainJob of 8 nodes lost a pod to `kubectl drain`; evicted pod by pod its one Job
+    counted 8 failures (backoffLimit 6) and the TrainJob was `Failed` 1.6 s later. Its JobSet is
+    not suspended itself: the Trainer applies the JobSet's `spec.suspend` from the TrainJob's."""
+    pods = [_child_pod(i, k) for i in range(2) for k in range(2)]
+    pods[3]["status"]["phase"] = "Failed"
+    group = managed(4, TRAINJOB_REF, phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    api = run(pods, [group], [_child(0), _child(1)], others=[_trained_jobset(), _trainjob()])
+    assert ("evicted", "MemberFailed") in api.calls, api.calls
+    assert ("suspend-trainjob", "t") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete", "suspend-jobset")], api.calls
+    assert api.patched_paths == ["trainer.kubeflow.org/v1alpha1/trainjobs"]
+    assert api.job_patches[0]["metadata"]["uid"] == "t-uid"
+
+
+def test_a_trainjob_another_controller_runs_kueue_admits_or_a_user_suspended_is_left_alone() -> (
+    None
+):
+    pods = [_child_pod(i, k) for i in range(2) for k in range(2)]
+    every = [pod_record(p) for p in pods]
+    children = [_child(0), _child(1)]
+
+    def target(trainjob: dict[str, Any]) -> Any:
+        return target_of(every, every, _owners(children, [_trained_jobset(), trainjob], pods))
+
+    assert target(_trainjob()) is not None
+    assert target(_trainjob(managedBy="trainer.kubeflow.org/trainjob-controller")) is not None
+    assert target(_trainjob(managedBy="kueue.x-k8s.io/multikueue")) is None, "MultiKueue's"
+    queued = _trainjob()
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q"}
+    assert target(queued) is None, "Kueue resumes what it admitted"
+    assert target(_trainjob(suspend=True)) is None, "the user's suspension is theirs to lift"
+    ours = _trainjob(suspend=True)
+    ours["metadata"]["annotations"] = MARK
+    assert target(ours) is not None, "ours: issued again"
+    done = _trainjob()
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    assert target(done) is None
+
+
+def test_a_trainjob_we_suspended_is_resumed_once_its_jobsets_pods_are_gone() -> None:
+    ours = _trainjob(suspend=True)
+    ours["metadata"]["annotations"] = MARK
+    children = [_child(0), _child(1)]
+    jobset = _trained_jobset(suspend=True)  # the Trainer's doing: not marked, not ours
+    alive = [_child_pod(1, 0)]
+    assert to_resume(_owners(children, [jobset, ours], alive)) == [], "a pod still runs"
+    (target,) = to_resume(_owners(children, [jobset, ours], []))
+    assert (target.kind, target.name, target.api_version) == (
+        "TrainJob",
+        "t",
+        "trainer.kubeflow.org/v1alpha1",
+    )
+    group = managed(4, TRAINJOB_REF, phase="Pending")
+    api = run([], [group], children, others=[jobset, ours])
+    assert ("resume-trainjob", "t") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("resume-job", "resume-jobset")], api.calls

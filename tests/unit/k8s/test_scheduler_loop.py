@@ -73,7 +73,7 @@ class FakeApi:
         self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> None:
         suspend = (patch.get("spec") or {}).get("suspend")
-        kind = {"jobs": "job", "jobsets": "jobset"}[plural]
+        kind = {"jobs": "job", "jobsets": "jobset", "trainjobs": "trainjob"}[plural]
         self.calls.append((f"suspend-{kind}" if suspend else f"resume-{kind}", name))
         self.job_patches = [*getattr(self, "job_patches", []), dict(patch)]
         self.patched_paths = [*getattr(self, "patched_paths", []), f"{api_version}/{plural}"]

@@ -20,7 +20,7 @@ venv: $(STAMP)
 control-plane: $(STAMP)
 	$(BIN)/phalanx dev-cluster build
 
-## Build the JobSet and LWS controllers the integration tier runs (a no-op when they are there).
+## Build the JobSet, LWS and Trainer controllers the integration tier runs (a no-op when they are there).
 workload-controllers: $(STAMP)
 	$(BIN)/python -m phalanx.devcluster.controllers
 

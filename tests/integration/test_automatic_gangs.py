@@ -423,12 +423,15 @@ def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
     ns: str,
     policies: Any,  # noqa: F811
 ) -> None:
-    """Slurm's TIMEOUT, with an unmodified Job: a 6 s limit (the Job's annotation) and
-    `backoffLimit: 0`. The gang is evicted `TimeLimitExceeded`, its pods are deleted, the Job
-    controller counts them failed and marks the Job `Failed`; with no pod left, the gang must
-    learn that from its owner and be `Failed` too, not wait "0 of 2 pods exist" for ever."""
+    """Slurm's TIMEOUT, with an unmodified Job: a 6 s limit (the Job's annotation) and the
+    default `backoffLimit` (6). The gang is evicted `TimeLimitExceeded` and the Job ended by its
+    own deadline (`DeadlineExceeded`): with its pods deleted instead, the Job controller made
+    them again and the gang ran another full limit, and another (walked: a 10 s limit run three
+    times). With no pod left, the gang must learn the end from its Job and be `Failed` too, not
+    wait "0 of 2 pods exist" for ever."""
     label_namespace(cluster, ns, "default")
     body = job("timeout", 2, annotations={"phalanx.dev/time-limit-seconds": "6"})
+    del body["spec"]["backoffLimit"]
     cluster.batch.create_namespaced_job(ns, body)
     wait_bound(cluster, ns, "batch.kubernetes.io/job-name=timeout", 2)
 
@@ -445,14 +448,19 @@ def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
 
     cond = wait_for(evicted, timeout=30, what="job-timeout evicted past its 6 s limit")
     assert cond["reason"] == "TimeLimitExceeded", cond
-    wait_for(
-        lambda: any(
-            c.type == "Failed" and c.status == "True"
-            for c in cluster.batch.read_namespaced_job("timeout", ns).status.conditions or []
+    failed = wait_for(
+        lambda: next(
+            (
+                c
+                for c in cluster.batch.read_namespaced_job("timeout", ns).status.conditions or []
+                if c.type == "Failed" and c.status == "True"
+            ),
+            None,
         ),
-        timeout=60,
-        what="the Job controller to mark Job timeout Failed (backoffLimit 0)",
+        timeout=30,
+        what="the Job controller to mark Job timeout Failed (its deadline lowered)",
     )
+    assert failed.reason == "DeadlineExceeded", failed
     status = wait_for(
         lambda: (s := group_status(custom, ns, "job-timeout")).get("phase") == "Failed" and s,
         timeout=30,

@@ -166,6 +166,8 @@ class JobRec:
     its gang, and resumes it once its pods are gone."""
     job_controller: bool = True
     """The Job controller runs it (`spec.managedBy` unset or its own): suspending it works."""
+    started: float | None = None
+    """`status.startTime`: what its `activeDeadlineSeconds` counts from (`job_deadline.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,6 +424,7 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         suspended=spec.get("suspend") is True,
         suspended_for=(meta.get("annotations") or {}).get(SUSPENDED_FOR),
         job_controller=spec.get("managedBy") in (None, "kubernetes.io/job-controller"),
+        started=parse_time(status.get("startTime")),
     )
 
 

@@ -45,20 +45,6 @@ def test_a_job_gangs_eviction_suspends_the_job_and_evicts_no_pod_itself() -> Non
     assert api.patched_paths == ["batch/v1/jobs"]
 
 
-def test_a_time_limit_still_deletes_the_pods() -> None:
-    """The run is over: the Job counts the failure (Slurm's TIMEOUT), it is not restarted."""
-    pods = [job_pod(f"train-{i}", node_name="n1", phase="Running") for i in range(2)]
-    group = managed(2, phase="Running", scheduledAt="1970-01-01T00:00:00Z")
-    group["spec"]["timeLimitSeconds"] = 60
-    api = run(pods, [group], [job(2)])
-    assert ("evicted", "TimeLimitExceeded") in api.calls, api.calls
-    assert sorted(c for c in api.calls if c[0] == "delete") == [
-        ("delete", "train-0"),
-        ("delete", "train-1"),
-    ]
-    assert not [c for c in api.calls if c[0] == "suspend-job"]
-
-
 def test_a_job_that_may_not_be_patched_has_its_pods_evicted_instead() -> None:
     pods, groups = _member_failed()
     api = run(pods, groups, [job(2)], FakeApi(failing={"patch-job"}))

@@ -72,9 +72,14 @@ class FakeApi:
     async def patch_workload(
         self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> None:
-        suspend = (patch.get("spec") or {}).get("suspend")
+        spec = patch.get("spec") or {}
         kind = {"jobs": "job", "jobsets": "jobset", "trainjobs": "trainjob"}[plural]
-        self.calls.append((f"suspend-{kind}" if suspend else f"resume-{kind}", name))
+        if "activeDeadlineSeconds" in spec:
+            self.calls.append((f"deadline-{kind}", name))
+        else:
+            self.calls.append(
+                (f"suspend-{kind}" if spec.get("suspend") else f"resume-{kind}", name)
+            )
         self.job_patches = [*getattr(self, "job_patches", []), dict(patch)]
         self.patched_paths = [*getattr(self, "patched_paths", []), f"{api_version}/{plural}"]
         if f"patch-{kind}" in self.failing:

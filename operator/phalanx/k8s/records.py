@@ -406,13 +406,33 @@ def owning_job(pods: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | N
     return jobs.get(owner[2]) if owner is not None and owner[0] == "Job" else None
 
 
+JOB_ENDS = {
+    "Complete": "Complete",
+    "Failed": "Failed",
+    "SuccessCriteriaMet": "Complete",
+    "FailureTarget": "Failed",
+}
+"""A Job's conditions that end it, and how. `FailureTarget` and `SuccessCriteriaMet` come first
+(Kubernetes 1.31+): the controller has decided and is terminating the pods; `Failed` or
+`Complete` follows once they are gone. Read as the end, the gang ends with the decision: a Job
+failed by its deadline (`job_deadline.py`) otherwise read for those seconds as "0 of 2 pods
+exist; the Job controller makes pods again only after its back-off", which it never would."""
+
+
+def job_state(status: Mapping[str, Any]) -> str:
+    """`Complete`, `Failed` or `Active`, from a Job's status conditions (`JOB_ENDS`)."""
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("status") == "True":
+            end = JOB_ENDS.get(str(c.get("type")))
+            if end is not None:
+                return end
+    return "Active"
+
+
 def job_record(body: Mapping[str, Any]) -> JobRec:
     meta, status = body.get("metadata", {}), body.get("status", {})
     spec = body.get("spec") or {}
-    state = "Active"
-    for c in status.get("conditions") or []:
-        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
-            state = str(c["type"])
+    state = job_state(status)
     return JobRec(
         meta.get("namespace", ""),
         meta.get("name", ""),

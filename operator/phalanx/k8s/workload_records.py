@@ -79,12 +79,11 @@ def _state(status: Mapping[str, Any], done: str, failed: str = "Failed") -> str:
 
 def _job(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     spec = _map(body.get("spec"))
-    return (
-        job_pods(spec),
-        "",
-        _state(_map(body.get("status")), "Complete"),
-        bool(spec.get("suspend")),
-    )
+    status = _map(body.get("status"))
+    state = _state(status, "Complete")
+    if state == "Active":  # what the Job controller has decided and is carrying out
+        state = _state(status, "SuccessCriteriaMet", "FailureTarget")
+    return job_pods(spec), "", state, bool(spec.get("suspend"))
 
 
 def _jobset(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:

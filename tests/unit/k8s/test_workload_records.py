@@ -257,3 +257,19 @@ def test_pod_keeps_owner_api_version_and_only_ganging_annotations() -> None:
     )
     assert rec.owner_api == "apps/v1"
     assert dict(rec.annotations) == {"phalanx.dev/min-member": "3"}
+
+
+def test_a_job_the_controller_has_decided_to_end_reads_as_ended() -> None:
+    """`FailureTarget` / `SuccessCriteriaMet` (Kubernetes 1.31+) precede `Failed` / `Complete`
+    while the pods terminate. Walked: a Job failed by its deadline read for those seconds
+    "0 of 2 pods exist; the Job controller makes pods again only after its back-off"."""
+    for condition, state in (("FailureTarget", "Failed"), ("SuccessCriteriaMet", "Complete")):
+        raw = body("batch/v1", "Job", job_spec(2))
+        raw["status"] = {
+            "conditions": [{"type": condition, "status": "True", "reason": "DeadlineExceeded"}]
+        }
+        rec = job_record(raw)
+        assert rec.state == state, condition
+        assert rec.workload is not None and rec.workload.state == state, condition
+        raw["status"]["conditions"][0]["status"] = "False"
+        assert job_record(raw).state == "Active"

@@ -44,7 +44,7 @@ from phalanx.core.model import (
     Reservation,
     Snapshot,
 )
-from phalanx.core.never_fits import never_fits
+from phalanx.core.never_fits import MORE_THAN_THE_CLUSTER, never_fits
 from phalanx.core.ordering import GangKey, gang_order, queue_key, starvation_bound
 from phalanx.core.placement import Outcome, Shape, place
 from phalanx.core.prepare import Prepared, prepare
@@ -746,7 +746,7 @@ class Walk:
             c.reasons[gid] = self.decision(
                 w,
                 Reason.INSUFFICIENT_CAPACITY,
-                f"needs {units(w.gpus, True)}, more than the cluster has "
+                f"needs {units(w.gpus, True)}, {MORE_THAN_THE_CLUSTER} "
                 f"({self.prep.capacity_gpu} schedulable in total)",
             )
             return True

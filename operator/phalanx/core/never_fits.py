@@ -36,7 +36,9 @@ NO_NODE_ACCEPTS = "no node accepts its pods"
 NO_NODE_HOLDS = "no node can ever hold one of its pods"
 NEVER_ALL = "can ever hold all its pods"
 EVEN_EMPTY = "even empty (counted by allocatable)"
-NEVER_PHRASES = (NO_NODE_ACCEPTS, NO_NODE_HOLDS, EVEN_EMPTY)
+MORE_THAN_THE_CLUSTER = "more than the cluster has"
+"""A gang asking more GPUs than every schedulable node has (`cycle`, before placement)."""
+NEVER_PHRASES = (NO_NODE_ACCEPTS, NO_NODE_HOLDS, EVEN_EMPTY, MORE_THAN_THE_CLUSTER)
 """Phrases of the messages below (after "needs N GPUs; "): `phalanx explain` reads them."""
 
 

@@ -537,6 +537,9 @@ def test_explain_of_pods_no_node_can_hold_asks_for_other_pods_not_free_gpus() ->
         "(at most 8) of the 16 nodes that accept it, counted by allocatable",
         "needs 2 GPUs; no node accepts its pods: their node selector, affinity and tolerations "
         "match none of the 16 nodes (or only cordoned ones)",
+        # Walked (a TrainJob of 20 nodes of 8 GPUs): "needs 80 more free GPUs", "it can start
+        # only after its queue's own running gangs free 64".
+        "needs 160 GPUs, more than the cluster has (128 schedulable in total)",
     ):
         big["status"]["conditions"][0]["message"] = message
         assert would_start(big, NOW) == (

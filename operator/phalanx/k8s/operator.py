@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
+from kopf._cogs.structs import references  # Insights: not re-exported by kopf
 
 from phalanx.config import OperatorConfig
 from phalanx.core.autogang import QUEUE_LABEL, Workload
@@ -33,6 +34,7 @@ from phalanx.k8s import stop_signals
 from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
+from phalanx.k8s.kopf_rescan import rescan_unserved
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics, listen_error
 from phalanx.k8s.records import (
@@ -464,9 +466,14 @@ async def run_operator(
     stop_flag: asyncio.Event = stop or asyncio.Event()
     kopf_ready = asyncio.Event()
     health = f"http://0.0.0.0:{config.health_port}/healthz" if config.health_port else None
+    # Ours, so that the rescan of kinds installed later (`kopf_rescan.py`) works on kopf's own.
+    settings = kopf.OperatorSettings()
+    insights = references.Insights()
     kopf_task = asyncio.create_task(
         kopf.operator(
             registry=registry,
+            settings=settings,
+            insights=insights,
             clusterwide=not config.namespaces,
             namespaces=list(config.namespaces),
             standalone=True,
@@ -477,6 +484,11 @@ async def run_operator(
         name="kopf",
     )
     tasks.append(asyncio.create_task(_own_signals(kopf_ready, stop_flag), name="signals"))
+    tasks.append(
+        asyncio.create_task(
+            rescan_unserved(WATCHED, registry, settings, insights), name="kopf rescan"
+        )
+    )
     tasks.append(asyncio.create_task(scheduler.run(source.synced), name="scheduler"))
     try:
         await kopf_task

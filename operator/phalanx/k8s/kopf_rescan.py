@@ -58,6 +58,7 @@ async def rescan_unserved(
         return
     wanted = list(wanted)
     await insights.ready_resources.wait()
+    warned = False
     while True:
         await asyncio.sleep(interval_s)
         for group in unserved_groups(wanted, insights.indexed_resources):
@@ -75,4 +76,19 @@ async def rescan_unserved(
                 )
                 return
             except Exception as exc:  # an API error: tried again next interval
-                log.debug("rescanning %s: %s", group, exc)
+                # Said once (then at debug): a rescan that keeps failing must not be silent.
+                (log.debug if warned else log.warning)(
+                    "rescanning %s for kinds installed after start: %s: %s",
+                    group,
+                    type(exc).__name__,
+                    exc,
+                )
+                warned = True
+                continue
+            now = [
+                plural
+                for g, plural in wanted
+                if g == group and not unserved_groups([(g, plural)], insights.indexed_resources)
+            ]
+            if now:
+                log.info("watching %s.%s now (installed after start)", ",".join(now), group)

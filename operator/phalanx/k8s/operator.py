@@ -469,6 +469,18 @@ async def run_operator(
     # Ours, so that the rescan of kinds installed later (`kopf_rescan.py`) works on kopf's own.
     settings = kopf.OperatorSettings()
     insights = references.Insights()
+
+    @kopf.on.startup(registry=registry)
+    async def start_rescan(**_: Any) -> None:
+        # Started from kopf's startup, not here: kopf's API calls read their credentials from a
+        # context variable kopf sets in its own task (a task made here had none, and every
+        # rescan failed unseen).
+        tasks.append(
+            asyncio.create_task(
+                rescan_unserved(WATCHED, registry, settings, insights), name="kopf rescan"
+            )
+        )
+
     kopf_task = asyncio.create_task(
         kopf.operator(
             registry=registry,
@@ -484,11 +496,6 @@ async def run_operator(
         name="kopf",
     )
     tasks.append(asyncio.create_task(_own_signals(kopf_ready, stop_flag), name="signals"))
-    tasks.append(
-        asyncio.create_task(
-            rescan_unserved(WATCHED, registry, settings, insights), name="kopf rescan"
-        )
-    )
     tasks.append(asyncio.create_task(scheduler.run(source.synced), name="scheduler"))
     try:
         await kopf_task

@@ -81,6 +81,8 @@ async def rescan_unserved(
     while True:
         await asyncio.sleep(interval_s)
         for group in unserved_groups(wanted, insights.indexed_resources):
+            missing = [(g, p) for g, p in wanted if g == group]
+            missing = [k for k in missing if unserved_groups([k], insights.indexed_resources)]
             # What kopf reads of a CRD event: the group (it rescans the whole group).
             event: Any = {"type": "MODIFIED", "object": {"spec": {"group": group}}}
             try:
@@ -106,9 +108,7 @@ async def rescan_unserved(
                 warned = True
                 continue
             now = [
-                plural
-                for g, plural in wanted
-                if g == group and not unserved_groups([(g, plural)], insights.indexed_resources)
+                p for g, p in missing if not unserved_groups([(g, p)], insights.indexed_resources)
             ]
             if now:
                 log.info("watching %s.%s now (installed after start)", ",".join(now), group)

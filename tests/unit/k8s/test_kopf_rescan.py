@@ -46,9 +46,12 @@ def test_kopfs_rescan_takes_what_we_pass() -> None:
     assert {"raw_event", "settings", "registry", "insights"} <= set(params)
 
 
-def test_unserved_groups_are_rescanned_until_served(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unserved_groups_are_rescanned_until_served(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The kind appears after the second rescan (its CRD published in discovery late): rescans
-    stop for its group, go on for the group still missing."""
+    stop for its group, go on for the group still missing; the kind is said watched once (a
+    group with another kind still missing said it again at every rescan, walked)."""
     insights = Insights()
     calls: list[str] = []
 
@@ -61,7 +64,9 @@ def test_unserved_groups_are_rescanned_until_served(monkeypatch: pytest.MonkeyPa
     from kopf._core.reactor import observation
 
     monkeypatch.setattr(observation, "process_discovered_resource_event", rescan)
-    wanted = [("kubeflow.org", "pytorchjobs"), ("ray.io", "rayjobs")]
+    wanted = [("kubeflow.org", "pytorchjobs"), ("ray.io", "rayjobs"), ("ray.io", "rayclusters")]
+    insights.indexed_resources.add(Resource("ray.io", "rayclusters"))
+    caplog.set_level("INFO", logger="phalanx.kopf")
 
     async def go() -> None:
         insights.ready_resources.set()
@@ -74,4 +79,8 @@ def test_unserved_groups_are_rescanned_until_served(monkeypatch: pytest.MonkeyPa
 
     asyncio.run(go())
     assert calls.count("kubeflow.org") == 2, calls
+    said = [
+        r.getMessage() for r in caplog.records if "now (installed after start)" in r.getMessage()
+    ]
+    assert said == ["watching pytorchjobs.kubeflow.org now (installed after start)"], said
     assert kopf_rescan.INTERVAL_S > 0

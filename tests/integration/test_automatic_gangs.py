@@ -177,6 +177,17 @@ def evict_one_and_wait_back(
     return again
 
 
+def resumed_and_unmarked(
+    custom: Any, api: tuple[str, str, str], ns: str, name: str
+) -> dict[str, Any]:
+    """The workload the operator suspended to evict its gang, read back: resumed, its mark gone."""
+    made: dict[str, Any] = custom.get_namespaced_custom_object(api[0], api[1], ns, api[2], name)
+    assert not made["spec"].get("suspend"), f"{name} resumed"
+    annotations = made["metadata"].get("annotations") or {}
+    assert "phalanx.dev/suspended-for" not in annotations, f"{name} unmarked"
+    return made
+
+
 def owned_by(group: dict[str, Any], kind: str, uid: str) -> bool:
     refs = group["metadata"].get("ownerReferences") or []
     return any(r["kind"] == kind and r["uid"] == uid and r.get("controller") for r in refs)
@@ -544,10 +555,7 @@ def test_an_evicted_jobsets_gang_is_back_in_seconds_by_suspending_the_jobset(
         what="8 new pods of JobSet js bound (the JobSet suspended, then resumed once its pods "
         "left)",
     )
-    made = custom.get_namespaced_custom_object(*JOBSET_API[:2], ns, JOBSET_API[2], "js")
-    assert not made["spec"].get("suspend"), "resumed"
-    annotations = made["metadata"].get("annotations") or {}
-    assert "phalanx.dev/suspended-for" not in annotations, "unmarked"
+    resumed_and_unmarked(custom, JOBSET_API, ns, "js")
     jobs = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
     assert len(jobs) == 2 and not any(j.spec.suspend for j in jobs), "both Jobs resumed"
 
@@ -577,9 +585,7 @@ def test_an_evicted_trainjobs_gang_is_back_by_suspending_the_trainjob_and_it_doe
         what="8 new pods of TrainJob tj bound (the TrainJob suspended, then resumed once its "
         "pods left)",
     )
-    made = custom.get_namespaced_custom_object(*TRAINJOB_API[:2], ns, TRAINJOB_API[2], "tj")
-    assert not made["spec"].get("suspend"), "resumed"
-    assert "phalanx.dev/suspended-for" not in (made["metadata"].get("annotations") or {})
+    made = resumed_and_unmarked(custom, TRAINJOB_API, ns, "tj")
     failed = [
         c for c in (made.get("status") or {}).get("conditions") or [] if c["type"] == "Failed"
     ]

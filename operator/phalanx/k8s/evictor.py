@@ -75,14 +75,7 @@ class Evictor:
                 # The Job controller fails each Job (`DeadlineExceeded`) and deletes its pods;
                 # the gang is Failed with its workload.
                 names = ", ".join(j.name for j in jobs)
-                for p in members:
-                    self.reporter.emit(
-                        pod_ref(p.namespace, p.name, p.uid),
-                        reason,
-                        f"evicted with its gang {gang.key} (Job {names} ended by its deadline): "
-                        f"{message}",
-                        "Warning",
-                    )
+                self._said(gang, members, reason, f"Job {names} ended by its deadline", message)
                 return
         target = (
             target_of(members, [*gang.pods, *gang.finished], self.owners)
@@ -92,14 +85,8 @@ class Evictor:
         if target is not None and await suspend(self.api, target, reason):
             # Its controller deletes the pods, counted neither as failures nor in its back-off
             # (`k8s/job_suspension.py`); the cycle resumes it once they are gone.
-            for p in members:
-                self.reporter.emit(
-                    pod_ref(p.namespace, p.name, p.uid),
-                    reason,
-                    f"evicted with its gang {gang.key} (its {target.title} suspended until its "
-                    f"pods are gone): {message}",
-                    "Warning",
-                )
+            how = f"its {target.title} suspended until its pods are gone"
+            self._said(gang, members, reason, how, message)
             return
         refused = await asyncio.gather(
             *(self._evict_one(gang, p, reason, message) for p in members)
@@ -109,6 +96,16 @@ class Evictor:
             # Reported once per eviction, not every time it is issued again.
             self.reporter.reported[gang.uid] = (reason, "budget")
             self.reporter.emit(group_ref(gang), "DisruptionBudget", blocked[0], "Warning")
+
+    def _said(self, gang: Gang, members: list[PodRec], reason: str, how: str, message: str) -> None:
+        """Each member's Event when its workload's controller removes it (`how`), not us."""
+        for p in members:
+            self.reporter.emit(
+                pod_ref(p.namespace, p.name, p.uid),
+                reason,
+                f"evicted with its gang {gang.key} ({how}): {message}",
+                "Warning",
+            )
 
     async def _evict_one(self, gang: Gang, pod: PodRec, reason: str, message: str) -> str | None:
         """Evict one member; what a disruption budget said, if it refused.

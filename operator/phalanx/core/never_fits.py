@@ -113,8 +113,18 @@ def _together(
             for n in members:
                 accepted.setdefault(n, []).append(shape)
     per_node = {n: _pods_on(prep.allocatable[n], on) for n, on in accepted.items()}
+    # Per node, the resources some shape accepting it asks (only those count towards a total).
+    wanted = {n: {i for s in on for i, a in s.req if a > 0} for n, on in accepted.items()}
+    asked: dict[int, int] = {}
+    for s in shapes:
+        for i, a in s.req:
+            asked[i] = asked.get(i, 0) + a * len(s.pods)
     total = sum(len(s.pods) for s in shapes)
-    everywhere = _bound(prep, shapes, accepted, per_node, list(accepted))
+
+    def bound(nodes: list[int]) -> _Bound:
+        return _bound(prep, asked, wanted, per_node, nodes)
+
+    everywhere = bound(list(accepted))
     if everywhere.pods < total:
         return (
             f"the {len(accepted)} nodes that accept its pods could hold at most "
@@ -122,9 +132,9 @@ def _together(
             None,
         )
     if everywhere.short is not None:
-        what, asked, has = everywhere.short
+        what, amount, has = everywhere.short
         return (
-            f"its pods ask {what}={asked} in all and the {len(accepted)} nodes that accept them "
+            f"its pods ask {what}={amount} in all and the {len(accepted)} nodes that accept them "
             f"have {has} {EVEN_EMPTY}",
             None,
         )
@@ -135,7 +145,7 @@ def _together(
     domains: dict[int, list[int]] = {}
     for n in accepted:
         domains.setdefault(of_leaf[topo.leaf_of[n]], []).append(n)
-    bounds = {d: _bound(prep, shapes, accepted, per_node, ns) for d, ns in domains.items()}
+    bounds = {d: bound(ns) for d, ns in domains.items()}
     if any(b.pods >= total and b.short is None for b in bounds.values()):
         return "", None
     # The closest: the fewest pods short, then the least short of a resource.
@@ -155,9 +165,9 @@ def _together(
             d,
         )
     assert b.short is not None
-    what, asked, has = b.short
+    what, amount, has = b.short
     return (
-        f"no {name} {NEVER_ALL}: its pods ask {what}={asked} in all and the closest {name} "
+        f"no {name} {NEVER_ALL}: its pods ask {what}={amount} in all and the closest {name} "
         f"({domain}) has {has} on the nodes that accept them {EVEN_EMPTY}",
         d,
     )
@@ -188,20 +198,18 @@ def _pods_on(alloc: list[int], shapes: list[Shape]) -> int:
 
 def _bound(
     prep: Prepared,
-    shapes: list[Shape],
-    accepted: dict[int, list[Shape]],
+    asked: dict[int, int],
+    wanted: dict[int, set[int]],
     per_node: dict[int, int],
     nodes: list[int],
 ) -> _Bound:
-    asked: dict[int, int] = {}
-    for s in shapes:
-        for i, a in s.req:
-            asked[i] = asked.get(i, 0) + a * len(s.pods)
+    """What `nodes` hold at most: pods (`per_node` summed), and the first resource (by name) the
+    gang asks more of in all (`asked`) than those nodes have of it where a shape asking it
+    accepts them (`wanted`)."""
     has: dict[int, int] = dict.fromkeys(asked, 0)
     for n in nodes:
         alloc = prep.allocatable[n]
-        wanted = {i for s in accepted[n] for i, a in s.req if a > 0}
-        for i in wanted:
+        for i in wanted[n]:
             has[i] += alloc[i]
     short = None
     names = prep.index.names

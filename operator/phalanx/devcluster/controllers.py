@@ -1,7 +1,7 @@
 """The real JobSet, LeaderWorkerSet and Kubeflow Trainer controllers, run as local processes
 against a dev cluster.
 
-Automatic gangs (issue 18) are tested against the controllers people run, not stand-ins. Both are
+Automatic gangs (issue 18) are tested against the controllers people run, not stand-ins. Each is
 built from their Go modules (`binaries.ensure_workload_controllers`, pinned in `versions.py`);
 everything else they need is read at run time from the module's own copy in the Go module cache
 (`go mod download -json` names the folder) and never committed:
@@ -378,7 +378,7 @@ class WorkloadControllers:
         return [target]
 
     def start(self, deadline_s: float = 120) -> None:
-        """Build if needed, apply the CRDs, start both controllers, register their webhooks, and
+        """Build if needed, apply the CRDs, start the controllers, register their webhooks, and
         return once they serve (or stop everything and raise, with the controller's log)."""
         binaries = ensure_workload_controllers(self.log)
         dynamic, custom = self._clients()

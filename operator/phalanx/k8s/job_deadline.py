@@ -35,21 +35,10 @@ def jobs_to_end(
     members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
 ) -> list[JobRec] | None:
     """The Jobs whose deadline ends this gang's run and nothing else, or None (delete the pods)."""
-    members = list(members)
-    if not members or any(p.owner is None or p.owner[0] != "Job" for p in members):
+    known = owners.jobs_of(members)
+    if known is None or any(j.state != "Active" or not j.job_controller for j in known):
         return None
-    jobs = [owners.jobs.get(u) for u in sorted({p.owner[2] for p in members if p.owner})]
-    known = [j for j in jobs if j is not None]
-    if len(known) != len(jobs) or any(j.state != "Active" or not j.job_controller for j in known):
-        return None
-    covered = {j.uid for j in known}
-    in_gang = {p.uid for p in gang_pods}
-    if any(
-        p.owner is not None and p.owner[2] in covered and not p.terminal and p.uid not in in_gang
-        for p in owners.pods
-    ):
-        return None
-    return known
+    return known if owners.alone({j.uid for j in known}, gang_pods) else None
 
 
 def deadline_patch(job: JobRec, now: float) -> dict[str, object]:

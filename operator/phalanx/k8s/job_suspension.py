@@ -53,6 +53,8 @@ log = logging.getLogger("phalanx.jobs")
 
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+OWN_CONTROLLER = {"JobSet": JOBSET_CONTROLLER, "TrainJob": TRAINJOB_CONTROLLER}
+"""The `spec.managedBy` of a JobSet or TrainJob its own controller runs (or unset)."""
 PLURALS = {"Job": "jobs", "JobSet": "jobsets", "TrainJob": "trainjobs"}
 
 
@@ -95,6 +97,28 @@ class Owners:
         owner = job.workload.owner if job.workload is not None else None
         return owner.uid if owner is not None and owner.kind == "JobSet" else None
 
+    def jobs_of(self, members: Iterable[PodRec]) -> list[JobRec] | None:
+        """The Jobs of `members` (in uid order), or None unless every member is the pod of a
+        Job this cycle knows."""
+        members = list(members)
+        if not members or any(p.owner is None or p.owner[0] != "Job" for p in members):
+            return None
+        jobs = [self.jobs.get(u) for u in sorted({p.owner[2] for p in members if p.owner})]
+        known = [j for j in jobs if j is not None]
+        return known if len(known) == len(jobs) else None
+
+    def alone(self, covered: set[str], gang_pods: Iterable[PodRec]) -> bool:
+        """No live pod of the Jobs of uid in `covered` is outside the gang (`gang_pods`): what
+        is done to those Jobs is done to this gang and nothing else."""
+        in_gang = {p.uid for p in gang_pods}
+        return not any(
+            p.owner is not None
+            and p.owner[2] in covered
+            and not p.terminal
+            and p.uid not in in_gang
+            for p in self.pods
+        )
+
     def trainjob_of(self, jobset: str) -> str | None:
         """The uid of the TrainJob that owns the JobSet of uid `jobset`, if one does."""
         w = self.workloads.get(jobset)
@@ -111,13 +135,9 @@ def target_of(
     """The one Job, JobSet or TrainJob every member belongs to, if suspending it evicts this
     gang and nothing else: its own controller runs it (no other `managedBy`), a user has not
     suspended it, and none of its live pods is outside the gang (`gang_pods`)."""
-    members = list(members)
-    if not members or any(p.owner is None or p.owner[0] != "Job" for p in members):
+    known = owners.jobs_of(members)
+    if known is None:
         return None
-    jobs = [owners.jobs.get(u) for u in {p.owner[2] for p in members if p.owner is not None}]
-    if any(j is None for j in jobs):
-        return None
-    known = [j for j in jobs if j is not None]
     parents = {owners.jobset_of(j) for j in known}
     if len(parents) != 1:
         return None
@@ -129,22 +149,13 @@ def target_of(
         target = _job_target(job)
         covered = {job.uid}
     else:
-        jobset = owners.workloads.get(parent)
-        trainjob = owners.workloads.get(owners.trainjob_of(parent) or "")
-        if trainjob is not None:
-            target = _trainjob_target(trainjob)
-        else:
-            target = _jobset_target(jobset) if jobset is not None else None
+        # A TrainJob's JobSet through the TrainJob (it sets the JobSet's `spec.suspend`).
+        top = owners.workloads.get(owners.trainjob_of(parent) or parent)
+        target = _workload_target(top) if top is not None else None
         covered = {u for u, j in owners.jobs.items() if owners.jobset_of(j) == parent}
     if target is None:
         return None
-    in_gang = {p.uid for p in gang_pods}
-    outside = [
-        p
-        for p in owners.pods
-        if p.owner is not None and p.owner[2] in covered and not p.terminal and p.uid not in in_gang
-    ]
-    return None if outside else target
+    return target if owners.alone(covered, gang_pods) else None
 
 
 def _job_target(job: JobRec) -> Suspendable | None:
@@ -155,24 +166,16 @@ def _job_target(job: JobRec) -> Suspendable | None:
     return Suspendable.job(job)
 
 
-def _jobset_target(jobset: Workload) -> Suspendable | None:
-    if jobset.state != "Active" or jobset.managed_by not in (None, JOBSET_CONTROLLER):
+def _workload_target(w: Workload) -> Suspendable | None:
+    """A JobSet or TrainJob: active, run by its own controller, under no other that could set its
+    `spec.suspend` back, and not suspended by a user."""
+    if w.state != "Active" or w.managed_by not in (None, OWN_CONTROLLER.get(w.ref.kind)):
         return None
-    if not _unowned(jobset):
+    if not _unowned(w):
         return None
-    if jobset.suspended and SUSPENDED_FOR not in jobset.annotations:
+    if w.suspended and SUSPENDED_FOR not in w.annotations:
         return None
-    return Suspendable.workload(jobset)
-
-
-def _trainjob_target(trainjob: Workload) -> Suspendable | None:
-    if trainjob.state != "Active" or trainjob.managed_by not in (None, TRAINJOB_CONTROLLER):
-        return None
-    if not _unowned(trainjob):
-        return None
-    if trainjob.suspended and SUSPENDED_FOR not in trainjob.annotations:
-        return None
-    return Suspendable.workload(trainjob)
+    return Suspendable.workload(w)
 
 
 def _unowned(workload: Workload | None, *kinds: str) -> bool:

@@ -57,6 +57,10 @@ def unserved_groups(wanted: Iterable[tuple[str, str]], served: Iterable[Any]) ->
     return sorted({group for group, plural in wanted if (group, plural) not in have})
 
 
+def _served(group: str, plural: str, insights: Any) -> bool:
+    return any(r.group == group and r.plural == plural for r in insights.indexed_resources)
+
+
 async def rescan_unserved(
     wanted: Iterable[tuple[str, str]],
     registry: Any,
@@ -81,8 +85,7 @@ async def rescan_unserved(
     while True:
         await asyncio.sleep(interval_s)
         for group in unserved_groups(wanted, insights.indexed_resources):
-            missing = [(g, p) for g, p in wanted if g == group]
-            missing = [k for k in missing if unserved_groups([k], insights.indexed_resources)]
+            missing = [(g, p) for g, p in wanted if g == group and not _served(g, p, insights)]
             # What kopf reads of a CRD event: the group (it rescans the whole group).
             event: Any = {"type": "MODIFIED", "object": {"spec": {"group": group}}}
             try:
@@ -107,8 +110,6 @@ async def rescan_unserved(
                 )
                 warned = True
                 continue
-            now = [
-                p for g, p in missing if not unserved_groups([(g, p)], insights.indexed_resources)
-            ]
+            now = [p for g, p in missing if _served(g, p, insights)]
             if now:
                 log.info("watching %s.%s now (installed after start)", ",".join(now), group)

@@ -18,6 +18,7 @@ from phalanx.core.autogang import MANAGED_LABEL, SUSPENDED_FOR_ANNOTATION, Owner
 from phalanx.k8s.workload_records import (
     KEPT_ANNOTATIONS,
     controller_of,
+    job_state,
     kept,
     workload_record,
 )
@@ -404,29 +405,6 @@ def owning_job(pods: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | N
     owners = {p.owner for p in pods}
     owner = next(iter(owners)) if len(owners) == 1 else None
     return jobs.get(owner[2]) if owner is not None and owner[0] == "Job" else None
-
-
-JOB_ENDS = {
-    "Complete": "Complete",
-    "Failed": "Failed",
-    "SuccessCriteriaMet": "Complete",
-    "FailureTarget": "Failed",
-}
-"""A Job's conditions that end it, and how. `FailureTarget` and `SuccessCriteriaMet` come first
-(Kubernetes 1.31+): the controller has decided and is terminating the pods; `Failed` or
-`Complete` follows once they are gone. Read as the end, the gang ends with the decision: a Job
-failed by its deadline (`job_deadline.py`) otherwise read for those seconds as "0 of 2 pods
-exist; the Job controller makes pods again only after its back-off", which it never would."""
-
-
-def job_state(status: Mapping[str, Any]) -> str:
-    """`Complete`, `Failed` or `Active`, from a Job's status conditions (`JOB_ENDS`)."""
-    for c in status.get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("status") == "True":
-            end = JOB_ENDS.get(str(c.get("type")))
-            if end is not None:
-                return end
-    return "Active"
 
 
 def job_record(body: Mapping[str, Any]) -> JobRec:

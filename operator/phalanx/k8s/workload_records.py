@@ -77,13 +77,32 @@ def _state(status: Mapping[str, Any], done: str, failed: str = "Failed") -> str:
     return "Active"
 
 
+JOB_ENDS = {
+    "Complete": "Complete",
+    "Failed": "Failed",
+    "SuccessCriteriaMet": "Complete",
+    "FailureTarget": "Failed",
+}
+"""A Job's conditions that end it, and how. `FailureTarget` and `SuccessCriteriaMet` come first
+(Kubernetes 1.31+): the controller has decided and is terminating the pods; `Failed` or
+`Complete` follows once they are gone. Read as the end, the gang ends with the decision: a Job
+failed by its deadline (`job_deadline.py`) otherwise read for those seconds as "0 of 2 pods
+exist; the Job controller makes pods again only after its back-off", which it never would."""
+
+
+def job_state(status: Mapping[str, Any]) -> str:
+    """`Complete`, `Failed` or `Active`, from a Job's status conditions (`JOB_ENDS`)."""
+    for c in status.get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("status") == "True":
+            end = JOB_ENDS.get(str(c.get("type")))
+            if end is not None:
+                return end
+    return "Active"
+
+
 def _job(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     spec = _map(body.get("spec"))
-    status = _map(body.get("status"))
-    state = _state(status, "Complete")
-    if state == "Active":  # what the Job controller has decided and is carrying out
-        state = _state(status, "SuccessCriteriaMet", "FailureTarget")
-    return job_pods(spec), "", state, bool(spec.get("suspend"))
+    return job_pods(spec), "", job_state(_map(body.get("status"))), bool(spec.get("suspend"))
 
 
 def _jobset(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:

@@ -26,12 +26,14 @@ from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     JOBSET_API,
     LWS_API,
+    PYTORCHJOB_API,
     TRAINJOB_API,
     create_workload,
     delete_workloads,
     jobset,
     leader_worker_set,
     pod_template,
+    pytorchjob,
     training_runtime,
     trainjob,
 )
@@ -491,6 +493,46 @@ def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
         assert "its workload reports Failed: it no longer waits" in said["message"], said
     else:
         assert said["reason"] == "Scheduled", said
+
+
+def test_a_pytorchjob_past_its_time_limit_fails_and_runs_no_more(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    operator: OperatorProcess,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A PyTorchJob of a master and 2 workers (the real Training Operator v1.8.1) with a 6 s
+    limit (its annotation). With its pods deleted, the Training Operator made them again at
+    once, without end (walked: a 15 s limit, five runs in 83 s). Its
+    `runPolicy.activeDeadlineSeconds` is lowered instead: the operator fails it and deletes its
+    pods, the gang is `Failed` with it, and no pod is made again over the next operator
+    cycles."""
+    label_namespace(cluster, ns, "default")
+    body = pytorchjob("ptl", workers=2, gpus=1, annotations={"phalanx.dev/time-limit-seconds": "6"})
+    create_workload(custom, PYTORCHJOB_API, ns, body)
+    selector = "training.kubeflow.org/job-name=ptl"
+    first = wait_bound(cluster, ns, selector, 3)
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "pytorchjob-ptl")).get("phase") == "Failed" and s,
+        timeout=40,
+        what="pytorchjob-ptl Failed past its 6 s limit",
+    )
+    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    made = custom.get_namespaced_custom_object(*PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptl")
+    failed = next(
+        c for c in made["status"]["conditions"] if c["type"] == "Failed" and c["status"] == "True"
+    )
+    assert "active longer than specified deadline" in failed["message"], failed
+    wait_for(
+        lambda: not pods_by(cluster, ns, selector),
+        timeout=30,
+        what="the pods of PyTorchJob ptl deleted by the Training Operator",
+    )
+    wait_cycles(operator, CYCLES)
+    again = pods_by(cluster, ns, selector)
+    assert not again, f"run again: {[p.metadata.name for p in again]} (first run {len(first)})"
 
 
 def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(

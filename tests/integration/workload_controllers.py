@@ -1,11 +1,12 @@
-"""The real JobSet, LeaderWorkerSet and Kubeflow Trainer controllers for the tests that ask for
-them.
+"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer and Training Operator controllers for the
+tests that ask for them.
 
 Started once per session, on the session's cluster, the first time a test names the fixture
 `workload_controllers` (the build, a few minutes when their binaries are not cached yet, happens
 then too, with progress on stderr); stopped, their webhook configurations deleted first, at the
 end of the session. How they are run: `phalanx.devcluster.controllers`. Builders of their workloads
-below (`jobset`, `leader_worker_set`, `trainjob` with its runtime `training_runtime`).
+below (`jobset`, `leader_worker_set`, `trainjob` with its runtime `training_runtime`,
+`pytorchjob`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def workload_controllers(
 JOBSET_API = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+PYTORCHJOB_API = ("kubeflow.org", "v1", "pytorchjobs")
 RUNTIME_API = ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
 TRAINING_RUNTIME = "phalanx-kwok-torch"
 """The ClusterTrainingRuntime of the tests' TrainJobs (`training_runtime`)."""
@@ -179,10 +181,38 @@ def trainjob(name: str, *, nodes: int, gpus: int, runtime: str) -> dict[str, Any
     }
 
 
+def pytorchjob(
+    name: str,
+    *,
+    workers: int,
+    gpus: int,
+    restart_policy: str = "OnFailure",
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A PyTorchJob of a master and `workers` workers of `gpus` GPUs, no schedulerName (the
+    admission policy of a labelled namespace sets it)."""
+    replica = {
+        "restartPolicy": restart_policy,
+        "template": pod_template(gpus, scheduler=None),
+    }
+    replica["template"]["spec"]["containers"][0]["name"] = "pytorch"
+    return {
+        "apiVersion": f"{PYTORCHJOB_API[0]}/{PYTORCHJOB_API[1]}",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, **replica},
+                "Worker": {"replicas": workers, **replica},
+            }
+        },
+    }
+
+
 def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
-    """Delete every TrainJob, JobSet and LWS of the namespace and wait their pods out (their
-    controllers would recreate what the namespace fixture deletes)."""
-    apis = (TRAINJOB_API, JOBSET_API, LWS_API)
+    """Delete every TrainJob, PyTorchJob, JobSet and LWS of the namespace and wait their pods out
+    (their controllers would recreate what the namespace fixture deletes)."""
+    apis = (TRAINJOB_API, PYTORCHJOB_API, JOBSET_API, LWS_API)
     for group, version, plural in apis:
         custom.delete_collection_namespaced_custom_object(
             group, version, namespace, plural, propagation_policy="Background"
@@ -195,7 +225,8 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
             )
         ),
         timeout=60,
-        what=f"the TrainJobs, JobSets and LeaderWorkerSets of {namespace} to be deleted",
+        what=f"the TrainJobs, PyTorchJobs, JobSets and LeaderWorkerSets of {namespace} to be "
+        "deleted",
     )
     cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     wait_for(

@@ -91,6 +91,9 @@ class Workload:
     managed_by: str | None = None
     """`spec.managedBy`: a controller other than the kind's own may run it (Kueue's
     MultiKueue); the adapter then evicts its gang pod by pod instead of suspending it."""
+    started: float | None = None
+    """`status.startTime` (seconds since the epoch), where its kind has one: how long its run
+    has been active when a time limit ends it by its own deadline (`k8s/job_deadline.py`)."""
 
     @property
     def title(self) -> str:

@@ -1,12 +1,12 @@
-"""The real JobSet, LeaderWorkerSet and Kubeflow Trainer controllers, run as local processes
-against a dev cluster.
+"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer and Kubeflow Training Operator controllers,
+run as local processes against a dev cluster.
 
 Automatic gangs (issue 18) are tested against the controllers people run, not stand-ins. Each is
 built from their Go modules (`binaries.ensure_workload_controllers`, pinned in `versions.py`);
 everything else they need is read at run time from the module's own copy in the Go module cache
 (`go mod download -json` names the folder) and never committed:
 
-- their CRDs (`config/**/crd/bases/*.yaml`; the Trainer's `manifests/base/crds`), applied
+- their CRDs (`config/**/crd/bases/*.yaml`; the Kubeflow ones' `manifests/base/crds`), applied
   server-side and awaited until Established (without the conversion webhook their
   kustomizations patch in: each CRD serves one version);
 - their webhooks (`config/**/webhook/manifests.yaml`, with the JSON patches their kustomization
@@ -23,8 +23,9 @@ with dry-run requests); `stop` deletes the webhook configurations first (they ma
 create with `failurePolicy: Fail`; left behind without a server, they would refuse pods), then
 stops the processes. The CRDs stay: deleting them would delete every object of their kinds.
 
-The Trainer's webhooks are not registered (it manages its own certificates, for a Service name
-the API server cannot reach here): what it needs to start is in `trainer.py`.
+The Kubeflow controllers' webhooks are not registered (they manage their own certificates, for a
+Service name the API server cannot reach here): what they need to start is in
+`self_certified.py`.
 """
 
 from __future__ import annotations
@@ -57,10 +58,8 @@ from phalanx.devcluster.binaries import (
     require_go,
 )
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.devcluster.trainer import arguments as trainer_arguments
-from phalanx.devcluster.trainer import environment as trainer_environment
-from phalanx.devcluster.trainer import prepare as prepare_trainer
-from phalanx.devcluster.trainer import rotator_target
+from phalanx.devcluster.self_certified import BY_CONTROLLER
+from phalanx.devcluster.self_certified import environment as self_certified_environment
 
 Log = Callable[[str], None]
 LOOPBACK = "127.0.0.1"
@@ -345,7 +344,8 @@ PROBES: dict[str, Callable[[Any, str], bool]] = {
 
 
 class WorkloadControllers:
-    """The JobSet, LWS and Trainer controllers against the cluster behind `kubeconfig`."""
+    """The JobSet, LWS, Trainer and Training Operator controllers against the cluster behind
+    `kubeconfig`."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, log: Log = _stderr) -> None:
         self.kubeconfig, self.workdir, self.log = kubeconfig, workdir, log
@@ -367,13 +367,14 @@ class WorkloadControllers:
 
     def _prepare(self, dynamic: Any, c: WorkloadController, cert: Certificate) -> list[Any]:
         """What a controller without registered webhooks needs first (the Trainer's rotator:
-        `trainer.py`): the webhook configurations made for it, deleted again by `stop`."""
+        `self_certified.py`): the webhook configurations made for it, deleted again by `stop`."""
         if c.admission:
             return []
         from kubernetes import client
 
-        prepare_trainer(client.CoreV1Api(dynamic.client), cert.cert_pem, cert.key_pem, cert.ca_pem)
-        target = rotator_target(FIELD_MANAGER)
+        rotator = BY_CONTROLLER[c.name]
+        rotator.prepare(client.CoreV1Api(dynamic.client), cert.cert_pem, cert.key_pem, cert.ca_pem)
+        target = rotator.rotator_target(FIELD_MANAGER)
         self._apply(dynamic, target)
         return [target]
 
@@ -487,8 +488,9 @@ class WorkloadControllers:
                 "--leader-elect=false",
             ]
         else:
-            cmd = [str(binary), *trainer_arguments(self.kubeconfig, health_port, webhook_port)]
-            env = trainer_environment(env)
+            rotator = BY_CONTROLLER[c.name]
+            cmd = [str(binary), *rotator.arguments(self.kubeconfig, health_port, webhook_port)]
+            env = self_certified_environment(env)
         with log_path.open("ab") as out:
             out.write(f"$ {' '.join(cmd)}\n".encode())
             out.flush()
@@ -500,7 +502,7 @@ class WorkloadControllers:
     def _wait_ready(self, run: Running, ca_pem: bytes, deadline: float) -> None:
         """/readyz answers 200 and the webhook port serves TLS with our certificate (the
         Trainer's /readyz checks its webhook server itself, whose certificate file it shares
-        with any other Trainer on this machine: `trainer.py`)."""
+        with any other such controller on this machine: `self_certified.py`)."""
         context = ssl.create_default_context(cadata=ca_pem.decode())
         url = f"http://{LOOPBACK}:{run.health_port}/readyz"
         while True:

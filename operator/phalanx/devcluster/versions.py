@@ -34,6 +34,10 @@ TRAINER = "v2.0.0"
 """github.com/kubeflow/trainer/v2: the Kubeflow Trainer controller (TrainJob), the one version the
 Go module proxy lists (`go list -m -versions`); it builds with the JobSet module it requires."""
 
+TRAINING_OPERATOR = "v1.8.1"
+"""github.com/kubeflow/training-operator: the Kubeflow Training Operator v1 (PyTorchJob, MPIJob),
+the one version the Go module proxy lists (`go list -m -versions`), with its MPIJob v1."""
+
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:
     """Return the staging-module version matching a Kubernetes release (v1.36.3 -> v0.36.3)."""
@@ -44,7 +48,8 @@ def staging_version(kubernetes: str = KUBERNETES) -> str:
 def cache_key() -> str:
     """Name of the cache folder for this exact set of pins.
 
-    The workload controllers (JOBSET, LWS, TRAINER) are not in it: their binaries carry their
-    version in their names (`binaries.WorkloadController.binary`), so a new controller pin builds
-    one new binary beside the others instead of a whole new control plane."""
+    The workload controllers (JOBSET, LWS, TRAINER, TRAINING_OPERATOR) are not in it: their
+    binaries carry their version in their names (`binaries.WorkloadController.binary`), so a new
+    controller pin builds one new binary beside the others instead of a whole new control
+    plane."""
     return f"k8s-{KUBERNETES}_etcd-{ETCD}_kwok-{KWOK}_helm-{HELM}"

@@ -65,8 +65,8 @@ from phalanx.k8s.records import (
     PodRec,
     QueueRec,
     owning_job,
-    parse_time,
 )
+from phalanx.k8s.workload_records import parse_time
 
 
 @dataclass

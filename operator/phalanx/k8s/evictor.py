@@ -8,7 +8,8 @@ if its members are still bound long after, the lifecycle has the eviction issued
 go through the Eviction API with a grace period, concurrently, bounded by `bind_concurrency`
 slots (one after another, a reclaim of a full `large` cluster held the loop for minutes). A
 Job's, JobSet's or TrainJob's gang is evicted by suspending it instead (`k8s/job_suspension.py`
-says why), and one past its time limit ends through its Jobs' deadline (`k8s/job_deadline.py`).
+says why), and a Job's, PyTorchJob's or MPIJob's gang past its time limit ends through its
+workload's own deadline (`k8s/job_deadline.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from phalanx.config import OperatorConfig
 from phalanx.core.reasons import EvictionReason
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.cluster_view import Gang
-from phalanx.k8s.job_deadline import end_jobs, jobs_to_end
+from phalanx.k8s.job_deadline import end_runs, runs_to_end
 from phalanx.k8s.job_suspension import NO_OWNERS, Owners, suspend, target_of
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
@@ -70,12 +71,13 @@ class Evictor:
             self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
         members = [p for p in gang.bound(assumed) if not p.deleting]
         if reason == EvictionReason.TIME_LIMIT_EXCEEDED:
-            jobs = jobs_to_end(members, [*gang.pods, *gang.finished], self.owners)
-            if jobs and await end_jobs(self.api, jobs, self.clock()):
-                # The Job controller fails each Job (`DeadlineExceeded`) and deletes its pods;
+            ended = runs_to_end(members, [*gang.pods, *gang.finished], self.owners)
+            if ended and await end_runs(self.api, ended, self.clock()):
+                # Its controller fails each (a Job `DeadlineExceeded`) and deletes its pods;
                 # the gang is Failed with its workload.
-                names = ", ".join(j.name for j in jobs)
-                self._said(gang, members, reason, f"Job {names} ended by its deadline", message)
+                names = ", ".join(d.name for d in ended)
+                how = f"{ended[0].kind} {names} ended by its deadline"
+                self._said(gang, members, reason, how, message)
                 return
         target = (
             target_of(members, [*gang.pods, *gang.finished], self.owners)

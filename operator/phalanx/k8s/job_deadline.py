@@ -1,20 +1,28 @@
-"""A Job's gang past its time limit ends its Jobs through their own deadline, not by deleting pods.
+"""A gang past its time limit ends its workload through the workload's own deadline, not by
+deleting pods — for a Job's gang (its Jobs) and a PyTorchJob's or MPIJob's (Kubeflow Training
+Operator v1).
 
 A time limit is Slurm's `--time`: past it the run is over (TIMEOUT), the job is not run again.
-Deleting the pods ends a run only when the Job has no retries left: its controller counts them
-failed and, under its `backoffLimit` (6 unless set), makes them again. Walked on the dev cluster:
-a Job of 2 pods with the default `backoffLimit` and a 10 s limit was evicted
-`TimeLimitExceeded`, ran again 10 s later for another full limit, was evicted again, and was
-waiting to run a third time 80 s on — every retry another time limit of the gang's GPUs. A
-JobSet's child Jobs and a TrainJob's Job do the same (a JobSet with `maxRestarts` then restarts
-as it is told to).
+Deleting the pods ends a run only when their controller does not make them again:
 
-So the gang's Jobs are given what the Job API has for it: `spec.activeDeadlineSeconds` (mutable
-on a running Job), lowered to how long each has been active (`status.startTime`, at least 1 s).
-The Job controller then fails the Job at once with reason `DeadlineExceeded` and deletes its
-pods, and the gang, whose workload reports `Failed`, is `Failed` too. Applied only where that
-ends this gang and nothing else, as for suspension (`job_suspension.py`): every member is a
-Job's pod, the Job controller runs each Job, and no live pod of those Jobs is outside the gang;
+- a Job's controller counts them failed and, under its `backoffLimit` (6 unless set), makes them
+  again. Walked on the dev cluster: a Job of 2 pods with the default `backoffLimit` and a 10 s
+  limit was evicted `TimeLimitExceeded`, ran again 10 s later for another full limit, was evicted
+  again, and was waiting to run a third time 80 s on. A JobSet's child Jobs and a TrainJob's Job
+  do the same (a JobSet with `maxRestarts` then restarts as it is told to).
+- the Training Operator makes a PyTorchJob's or MPIJob's missing pods again at once, without
+  end: walked, a PyTorchJob of 3 pods with a 15 s limit was evicted and running again within
+  2 s, every 15–17 s, for as long as it was watched (83 s, five runs) — each run another time
+  limit of its GPUs.
+
+So the workload is given what its API has for it: a Job's `spec.activeDeadlineSeconds` (mutable
+on a running Job) and a Kubeflow job's `spec.runPolicy.activeDeadlineSeconds`, lowered to how
+long it has been active (`status.startTime`, at least 1 s). Its controller then fails it at once
+(the Job `DeadlineExceeded`; the Training Operator "active longer than specified deadline") and
+deletes its pods, and the gang, whose workload reports `Failed`, is `Failed` too. Applied only
+where that ends this gang and nothing else: every member is a Job's pod (the Job controller
+running each Job) or every member is the pod of one PyTorchJob or MPIJob (no other controller
+named by `runPolicy.managedBy`), and no live pod of those workloads is outside the gang;
 otherwise (and when the patch is refused) its pods are deleted as before.
 """
 
@@ -23,49 +31,108 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
+from phalanx.core.autogang import Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.job_suspension import Owners
 from phalanx.k8s.records import JobRec, PodRec
 
 log = logging.getLogger("phalanx.jobs")
 
+KUBEFLOW_V1 = {"PyTorchJob": "pytorchjobs", "MPIJob": "mpijobs"}
+"""The Training Operator v1 kinds Phalanx gangs, by their plural; each has `spec.runPolicy`."""
+TRAINING_OPERATOR = "kubeflow.org/training-operator"
+"""The `runPolicy.managedBy` of a job the Training Operator itself runs (or unset)."""
 
-def jobs_to_end(
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A workload whose own deadline ends the gang's run: what the patch needs."""
+
+    kind: str
+    api_version: str
+    plural: str
+    namespace: str
+    name: str
+    uid: str
+    started: float | None
+    run_policy: bool
+    """The deadline sits in `spec.runPolicy` (Kubeflow v1), not in `spec` (a Job)."""
+
+    @classmethod
+    def job(cls, job: JobRec) -> Deadline:
+        return cls("Job", "batch/v1", "jobs", job.namespace, job.name, job.uid, job.started, False)
+
+    @classmethod
+    def kubeflow(cls, w: Workload) -> Deadline:
+        ref = w.ref
+        plural = KUBEFLOW_V1[ref.kind]
+        return cls(
+            ref.kind, ref.api_version, plural, w.namespace, ref.name, ref.uid, w.started, True
+        )
+
+
+def runs_to_end(
     members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
-) -> list[JobRec] | None:
-    """The Jobs whose deadline ends this gang's run and nothing else, or None (delete the pods)."""
+) -> list[Deadline] | None:
+    """The workloads whose deadline ends this gang's run and nothing else, or None (delete the
+    pods)."""
+    members = list(members)
     known = owners.jobs_of(members)
-    if known is None or any(j.state != "Active" or not j.job_controller for j in known):
+    if known is not None:
+        if any(j.state != "Active" or not j.job_controller for j in known):
+            return None
+        ended = [Deadline.job(j) for j in known]
+    else:
+        w = _kubeflow_job(members, owners)
+        if w is None:
+            return None
+        ended = [Deadline.kubeflow(w)]
+    return ended if owners.alone({d.uid for d in ended}, gang_pods) else None
+
+
+def _kubeflow_job(members: list[PodRec], owners: Owners) -> Workload | None:
+    """The one active PyTorchJob or MPIJob the Training Operator runs that owns every member."""
+    uids = {p.owner[2] if p.owner is not None else None for p in members}
+    if len(uids) != 1:
         return None
-    return known if owners.alone({j.uid for j in known}, gang_pods) else None
+    (uid,) = uids
+    w = owners.workloads.get(uid) if uid is not None else None
+    if w is None or w.ref.kind not in KUBEFLOW_V1 or w.ref.group != "kubeflow.org":
+        return None
+    if w.state != "Active" or w.managed_by not in (None, TRAINING_OPERATOR):
+        return None
+    return w
 
 
-def deadline_patch(job: JobRec, now: float) -> dict[str, object]:
+def deadline_patch(target: Deadline, now: float) -> dict[str, Any]:
     """How long it has been active (at least 1 s): past it at once. `metadata.uid` makes it that
-    very Job's (one deleted and created again under its name is refused)."""
-    active = now - job.started if job.started is not None else 1.0
-    return {
-        "metadata": {"uid": job.uid},
-        "spec": {"activeDeadlineSeconds": max(1, math.floor(active))},
-    }
+    very object's (one deleted and created again under its name is refused)."""
+    active = now - target.started if target.started is not None else 1.0
+    deadline = {"activeDeadlineSeconds": max(1, math.floor(active))}
+    spec = {"runPolicy": deadline} if target.run_policy else deadline
+    return {"metadata": {"uid": target.uid}, "spec": spec}
 
 
-async def end_jobs(api: ClusterWrites, jobs: list[JobRec], now: float) -> bool:
-    """Give each Job its deadline; False when one was refused (the caller deletes the pods)."""
+async def end_runs(api: ClusterWrites, targets: list[Deadline], now: float) -> bool:
+    """Give each workload its deadline; False when one was refused (the caller deletes the
+    pods)."""
     ok = True
-    for job in jobs:
+    for t in targets:
         try:
             await api.patch_workload(
-                "batch/v1", "jobs", job.namespace, job.name, deadline_patch(job, now)
+                t.api_version, t.plural, t.namespace, t.name, deadline_patch(t, now)
             )
         except ApiError as exc:
             if exc.status == 404:
                 continue  # gone: so are its pods
             log.warning(
-                "ending Job %s/%s at its gang's time limit: %s; deleting its pods instead",
-                job.namespace,
-                job.name,
+                "ending %s %s/%s at its gang's time limit: %s; deleting its pods instead",
+                t.kind,
+                t.namespace,
+                t.name,
                 exc,
             )
             ok = False

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from phalanx.core import MatchExpression, NodeSelectorTerm, Taint, Toleration
@@ -20,6 +19,7 @@ from phalanx.k8s.workload_records import (
     controller_of,
     job_state,
     kept,
+    parse_time,
     workload_record,
 )
 from phalanx.quantity import QuantityError, resource_list
@@ -40,15 +40,6 @@ NATIVE_GROUP, NATIVE_VERSION = "scheduling.k8s.io", "v1alpha2"
 NATIVE_QUEUE_LABEL = "phalanx.dev/queue"
 MAX_MIN_MEMBER = 10_000
 """As the CRD's `minMember` maximum: a native PodGroup asking for more waits `Invalid`."""
-
-
-def parse_time(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ against its CRD's schema, and the owner's own controller reports what it cannot 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from phalanx.core.autogang import OwnerRef, Workload
@@ -26,6 +27,16 @@ LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 
 KEPT_ANNOTATIONS = ("phalanx.dev/", "scheduling.volcano.sh/queue-name")
 KEPT_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
+
+
+def parse_time(value: object) -> float | None:
+    """An API timestamp (RFC 3339) as seconds since the epoch; None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def owner_ref(raw: Mapping[str, Any]) -> OwnerRef:
@@ -249,9 +260,13 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         state=state,
         suspended=suspended,
         managed_by=_managed_by(body),
+        started=parse_time(_map(body.get("status")).get("startTime")),
     )
 
 
 def _managed_by(body: Mapping[str, Any]) -> str | None:
-    value = _map(body.get("spec")).get("managedBy")
+    """`spec.managedBy`, or a Kubeflow v1 job's `spec.runPolicy.managedBy` (Training Operator
+    v1.9+, for MultiKueue)."""
+    spec = _map(body.get("spec"))
+    value = spec.get("managedBy", _map(spec.get("runPolicy")).get("managedBy"))
     return value if isinstance(value, str) else None

@@ -39,8 +39,8 @@ OPERATOR_RULES = {
     # Workloads whose pods are ganged automatically (core.autogang): read from watches.
     ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): {"list", "watch"},
-    ("kubeflow.org", "pytorchjobs"): {"list", "watch"},
-    ("kubeflow.org", "mpijobs"): {"list", "watch"},
+    ("kubeflow.org", "pytorchjobs"): {"list", "watch", "patch"},
+    ("kubeflow.org", "mpijobs"): {"list", "watch", "patch"},
     ("trainer.kubeflow.org", "trainjobs"): {"list", "watch", "patch"},
     ("ray.io", "rayclusters"): {"list", "watch"},
     ("ray.io", "rayjobs"): {"list", "watch"},

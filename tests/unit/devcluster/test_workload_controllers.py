@@ -20,7 +20,7 @@ from phalanx.devcluster.controllers import (
     webhook_configurations,
 )
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.devcluster.trainer import arguments, rotator_target
+from phalanx.devcluster.self_certified import BY_CONTROLLER, TRAINER, TRAINING_OPERATOR
 
 MANIFESTS = """\
 apiVersion: admissionregistration.k8s.io/v1
@@ -122,6 +122,7 @@ def test_binaries_carry_their_pinned_versions() -> None:
         "jobset": f"jobset-controller-{versions.JOBSET}",
         "lws": f"lws-controller-{versions.LWS}",
         "trainer": f"trainer-controller-{versions.TRAINER}",
+        "training-operator": f"training-operator-controller-{versions.TRAINING_OPERATOR}",
     }
     assert versions.JOBSET not in versions.cache_key()
 
@@ -131,18 +132,35 @@ def test_the_trainer_starts_by_its_flags_on_loopback_with_a_webhook_target_match
 ):
     """Its rotator needs a webhook configuration of that name to call itself ready; one that
     matched TrainJobs would send them to a server whose certificate the API server cannot
-    verify (`devcluster/trainer.py`)."""
+    verify (`devcluster/self_certified.py`)."""
     trainer = next(c for c in WORKLOAD_CONTROLLERS if c.name == "trainer")
     assert not trainer.admission
     assert [c.name for c in WORKLOAD_CONTROLLERS].index("jobset") < list(
         WORKLOAD_CONTROLLERS
     ).index(trainer), "the JobSet CRD first"
-    args = arguments(Path("/k/config"), 41000, 41001)
+    assert BY_CONTROLLER["trainer"] is TRAINER
+    args = TRAINER.arguments(Path("/k/config"), 41000, 41001)
     assert "--health-probe-bind-address=127.0.0.1:41000" in args
     assert "--webhook-server-port=41001" in args
     assert "--metrics-bind-address=0" in args and "--leader-elect=false" in args
-    target = rotator_target("phalanx-devcluster")
+    target = TRAINER.rotator_target("phalanx-devcluster")
     assert target["metadata"]["name"] == "validator.trainer.kubeflow.org"
     (hook,) = target["webhooks"]
     assert hook["failurePolicy"] == "Ignore"
     assert [r["apiGroups"] for r in hook["rules"]] == [["devcluster.phalanx.dev"]]
+
+
+def test_the_training_operator_starts_like_the_trainer_with_only_the_kinds_phalanx_gangs() -> None:
+    """Its rotator waits in its own namespace for its own Secret and webhook configuration
+    (`pkg/cert` of v1.8.1); only PyTorchJob and MPIJob are watched."""
+    operator = next(c for c in WORKLOAD_CONTROLLERS if c.name == "training-operator")
+    assert not operator.admission and BY_CONTROLLER[operator.name] is TRAINING_OPERATOR
+    assert (TRAINING_OPERATOR.namespace, TRAINING_OPERATOR.secret) == (
+        "kubeflow",
+        "training-operator-webhook-cert",
+    )
+    target = TRAINING_OPERATOR.rotator_target("phalanx-devcluster")
+    assert target["metadata"]["name"] == "validator.training-operator.kubeflow.org"
+    args = TRAINING_OPERATOR.arguments(Path("/k/config"), 41000, 41001)
+    assert args[-2:] == ["--enable-scheme=pytorchjob", "--enable-scheme=mpijob"]
+    assert "--webhook-server-port=41001" in args

@@ -1,15 +1,17 @@
-"""A Job's gang past its time limit ends its Job by the Job's own deadline
-(`k8s/job_deadline.py`): deleting the pods had the Job controller make them again under its
-`backoffLimit` and run them for another full limit."""
+"""A Job's, PyTorchJob's or MPIJob's gang past its time limit ends its workload by the
+workload's own deadline (`k8s/job_deadline.py`): deleting the pods had the Job controller make
+them again under its `backoffLimit`, and the Training Operator without end, each time for another
+full limit."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from phalanx.k8s.job_deadline import jobs_to_end
+from phalanx.k8s.job_deadline import runs_to_end
 from phalanx.k8s.records import pod_record
 from tests.unit.k8s.test_autogang_adapter import job, job_pod, managed, run
 from tests.unit.k8s.test_job_suspension import _owners
+from tests.unit.k8s.test_records_and_view import pod
 from tests.unit.k8s.test_scheduler_loop import FakeApi
 
 
@@ -54,6 +56,77 @@ def test_a_time_limit_deletes_the_pods_when_the_job_cannot_be_ended_alone() -> N
     pods = [job_pod(f"train-{i}", node_name="n1", phase="Running") for i in range(3)]
     owners = _owners([job(3)], [], pods)
     records = [pod_record(p) for p in pods]
-    assert jobs_to_end(records[:2], records[:2], owners) is None
-    (whole,) = jobs_to_end(records[:2], records, owners) or []
+    assert runs_to_end(records[:2], records[:2], owners) is None
+    (whole,) = runs_to_end(records[:2], records, owners) or []
     assert whole.name == "train"
+
+
+PYTORCHJOB_REF = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "name": "ptj",
+    "uid": "ptj-uid",
+    "controller": True,
+}
+
+
+def _pytorchjob(**run_policy: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ptj", "namespace": "ns", "uid": "ptj-uid"},
+        "spec": {
+            "runPolicy": run_policy,
+            "pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 2}},
+        },
+        "status": {"startTime": "1970-01-01T00:05:00Z"},
+    }
+
+
+def _ptj_pod(i: int) -> dict[str, Any]:
+    body = pod(f"ptj-{i}", gpus=4, node_name="n1", phase="Running")
+    body["metadata"]["ownerReferences"] = [PYTORCHJOB_REF]
+    return body
+
+
+def _ptj_timed_out(ptj: dict[str, Any], api: FakeApi | None = None) -> FakeApi:
+    """A running 3-pod PyTorchJob gang past its 60 s limit (bound at 0 s, the clock at 1000 s)."""
+    group = managed(3, PYTORCHJOB_REF, phase="Running", scheduledAt="1970-01-01T00:00:00Z")
+    group["spec"]["timeLimitSeconds"] = 60
+    return run([_ptj_pod(i) for i in range(3)], [group], [], api, others=[ptj])
+
+
+def test_a_time_limit_ends_a_pytorchjob_by_its_run_policy_deadline() -> None:
+    """The Training Operator makes deleted pods again at once, without end (walked: a 15 s
+    limit, run again within 2 s, five runs in 83 s). Its `runPolicy.activeDeadlineSeconds` is
+    lowered to how long it has been active (started at 300 s, now 1000 s): the operator fails
+    it and deletes its pods."""
+    api = _ptj_timed_out(_pytorchjob())
+    assert ("evicted", "TimeLimitExceeded") in api.calls, api.calls
+    assert ("deadline-pytorchjob", "ptj") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete")], api.calls
+    assert api.job_patches == [
+        {"metadata": {"uid": "ptj-uid"}, "spec": {"runPolicy": {"activeDeadlineSeconds": 700}}}
+    ]
+    assert api.patched_paths == ["kubeflow.org/v1/pytorchjobs"]
+
+
+def test_a_pytorchjob_another_controller_runs_or_one_refused_has_its_pods_deleted() -> None:
+    elsewhere = _ptj_timed_out(_pytorchjob(managedBy="kueue.x-k8s.io/multikueue"))
+    assert not [c for c in elsewhere.calls if c[0].startswith("deadline")], elsewhere.calls
+    assert ("delete", "ptj-0") in elsewhere.calls
+    refused = _ptj_timed_out(_pytorchjob(), FakeApi(failing={"patch-pytorchjob"}))
+    assert ("deadline-pytorchjob", "ptj") in refused.calls
+    assert sorted(c for c in refused.calls if c[0] == "delete") == [
+        ("delete", "ptj-0"),
+        ("delete", "ptj-1"),
+        ("delete", "ptj-2"),
+    ], "the RBAC refused: its pods are deleted"
+    # A fourth pod of it outside the gang (a hand-written PodGroup over three): ending the
+    # PyTorchJob would end it too.
+    pods = [_ptj_pod(i) for i in range(4)]
+    owners = _owners([], [_pytorchjob()], pods)
+    records = [pod_record(p) for p in pods]
+    assert runs_to_end(records[:3], records[:3], owners) is None
+    (whole,) = runs_to_end(records[:3], records, owners) or []
+    assert (whole.kind, whole.name, whole.run_policy) == ("PyTorchJob", "ptj", True)

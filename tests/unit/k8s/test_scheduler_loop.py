@@ -73,8 +73,16 @@ class FakeApi:
         self, api_version: str, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> None:
         spec = patch.get("spec") or {}
-        kind = {"jobs": "job", "jobsets": "jobset", "trainjobs": "trainjob"}[plural]
-        if "activeDeadlineSeconds" in spec:
+        kind = {
+            "jobs": "job",
+            "jobsets": "jobset",
+            "trainjobs": "trainjob",
+            "pytorchjobs": "pytorchjob",
+            "mpijobs": "mpijob",
+        }[plural]
+        if "activeDeadlineSeconds" in spec or "activeDeadlineSeconds" in (
+            spec.get("runPolicy") or {}
+        ):
             self.calls.append((f"deadline-{kind}", name))
         else:
             self.calls.append(

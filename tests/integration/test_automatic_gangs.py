@@ -13,10 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from phalanx.devcluster.controllers import WorkloadControllers
+from phalanx.devcluster.stages import RUN_FOR_ANNOTATION
 from tests.integration.conftest import Cluster
+from tests.integration.kubelet_stand_in import FINALIZER, KubeletStandIn
 from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_admission_policy import label_namespace, policies  # noqa: F401
@@ -634,6 +637,77 @@ def test_an_evicted_trainjobs_gang_is_back_by_suspending_the_trainjob_and_it_doe
     assert not any(c["status"] == "True" for c in failed), made.get("status")
     (job_now,) = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
     assert not job_now.spec.suspend and (job_now.status.failed or 0) <= 1, job_now.status
+
+
+def test_a_preempted_pytorchjob_is_suspended_and_runs_again_instead_of_failing(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A PyTorchJob of 16 pods of 8 GPUs (the whole cluster; the real Training Operator v1.8.1,
+    `restartPolicy: Never`) is preempted for a higher-priority Job of one pod. Its pods turn
+    `Failed` as they stop, as a kubelet makes them (`KubeletStandIn`). Evicted pod by pod, the
+    Training Operator failed it for its failed replicas 0.3 s later (walked on the demo cluster:
+    "PyTorchJob ptw is failed because 4 Worker replica(s) failed"). The operator suspends it
+    through `runPolicy.suspend` instead (the Training Operator deletes its pods and counts
+    nothing) and resumes it once no pod of it is left: 16 new pods bound once the Job's pod
+    has run its 5 s, the PyTorchJob never `Failed`, resumed and unmarked."""
+    label_namespace(cluster, ns, "default")
+    scheduling = client.SchedulingV1Api(cluster.api_client)
+    high = f"high-{ns}"
+    scheduling.create_priority_class({"metadata": {"name": high}, "value": 1000})
+    selector = "training.kubeflow.org/job-name=ptp"
+    body = pytorchjob("ptp", workers=15, gpus=8, restart_policy="Never", finalizers=[FINALIZER])
+    try:
+        with KubeletStandIn(cluster.core, ns, selector) as kubelet:
+            create_workload(custom, PYTORCHJOB_API, ns, body)
+            first = wait_bound(cluster, ns, selector, 16)
+            urgent = job("urgent", 1)
+            urgent["spec"]["template"]["spec"]["priorityClassName"] = high
+            urgent["spec"]["template"]["metadata"] = {"annotations": {RUN_FOR_ANNOTATION: "5s"}}
+            cluster.batch.create_namespaced_job(ns, urgent)
+            wait_for(
+                lambda: any(
+                    c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
+                    for c in group_status(custom, ns, "pytorchjob-ptp").get("conditions", [])
+                ),
+                timeout=30,
+                what="pytorchjob-ptp preempted for Job urgent",
+            )
+            old = {p.metadata.uid for p in first}
+            wait_for(
+                lambda: (
+                    len(
+                        fresh := [
+                            p for p in pods_by(cluster, ns, selector) if p.metadata.uid not in old
+                        ]
+                    )
+                    == 16
+                    and all(p.spec.node_name for p in fresh)
+                ),
+                timeout=60,
+                what="16 new pods of PyTorchJob ptp bound (suspended, then resumed once its pods "
+                "were gone and Job urgent had run)",
+            )
+            assert kubelet.released >= 16, "its pods stopped as a kubelet stops them"
+            made = custom.get_namespaced_custom_object(
+                *PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp"
+            )
+            failed = [c for c in made["status"]["conditions"] if c["type"] == "Failed"]
+            assert not any(c["status"] == "True" for c in failed), made["status"]
+            assert not made["spec"]["runPolicy"].get("suspend"), "ptp resumed"
+            assert "phalanx.dev/suspended-for" not in (made["metadata"].get("annotations") or {})
+            custom.delete_namespaced_custom_object(
+                *PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp"
+            )
+            wait_for(
+                lambda: not pods_by(cluster, ns, selector),
+                timeout=60,
+                what="the pods of PyTorchJob ptp gone (the stand-in lets them go)",
+            )
+    finally:
+        scheduling.delete_priority_class(high)
 
 
 def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(

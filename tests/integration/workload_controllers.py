@@ -188,14 +188,17 @@ def pytorchjob(
     gpus: int,
     restart_policy: str = "OnFailure",
     annotations: dict[str, str] | None = None,
+    finalizers: list[str] | None = None,
 ) -> dict[str, Any]:
     """A PyTorchJob of a master and `workers` workers of `gpus` GPUs, no schedulerName (the
-    admission policy of a labelled namespace sets it)."""
+    admission policy of a labelled namespace sets it); `finalizers` on its pods."""
     replica = {
         "restartPolicy": restart_policy,
         "template": pod_template(gpus, scheduler=None),
     }
     replica["template"]["spec"]["containers"][0]["name"] = "pytorch"
+    if finalizers:
+        replica["template"]["metadata"]["finalizers"] = finalizers
     return {
         "apiVersion": f"{PYTORCHJOB_API[0]}/{PYTORCHJOB_API[1]}",
         "kind": "PyTorchJob",

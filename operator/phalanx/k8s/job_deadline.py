@@ -36,15 +36,10 @@ from typing import Any
 
 from phalanx.core.autogang import Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
-from phalanx.k8s.job_suspension import Owners
+from phalanx.k8s.job_suspension import KUBEFLOW_V1, TRAINING_OPERATOR, Owners
 from phalanx.k8s.records import JobRec, PodRec
 
 log = logging.getLogger("phalanx.jobs")
-
-KUBEFLOW_V1 = {"PyTorchJob": "pytorchjobs", "MPIJob": "mpijobs"}
-"""The Training Operator v1 kinds Phalanx gangs, by their plural; each has `spec.runPolicy`."""
-TRAINING_OPERATOR = "kubeflow.org/training-operator"
-"""The `runPolicy.managedBy` of a job the Training Operator itself runs (or unset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +90,8 @@ def runs_to_end(
 
 def _kubeflow_job(members: list[PodRec], owners: Owners) -> Workload | None:
     """The one active PyTorchJob or MPIJob the Training Operator runs that owns every member."""
-    uids = {p.owner[2] if p.owner is not None else None for p in members}
-    if len(uids) != 1:
-        return None
-    (uid,) = uids
-    w = owners.workloads.get(uid) if uid is not None else None
-    if w is None or w.ref.kind not in KUBEFLOW_V1 or w.ref.group != "kubeflow.org":
+    w = owners.kubeflow_job_of(members)
+    if w is None:
         return None
     if w.state != "Active" or w.managed_by not in (None, TRAINING_OPERATOR):
         return None

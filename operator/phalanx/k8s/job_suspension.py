@@ -1,5 +1,5 @@
-"""Evicting a Job's, a JobSet's or a TrainJob's gang by suspending it, and resuming it once its
-pods are gone.
+"""Evicting a Job's, a JobSet's, a TrainJob's, a PyTorchJob's or an MPIJob's gang by suspending
+it, and resuming it once its pods are gone.
 
 Why not evict the pods, as for any other gang: the Job controller's pod-failure back-off counts
 every pod that ended since the Job's last success — those a `podFailurePolicy` `Ignore` on
@@ -27,11 +27,23 @@ nodes lost one pod to the Eviction API (`kubectl drain`); evicted pod by pod, it
 failures, failed `BackoffLimitExceeded`, and the JobSet and the TrainJob were `Failed` 1.6 s
 later: one drained node ended the training run.
 
+A PyTorchJob's or MPIJob's gang (Kubeflow Training Operator v1) is its own pods: the job is
+suspended by `spec.runPolicy.suspend`, as Kueue preempts them. Why: a kubelet turns a pod it
+stops for a deletion `Failed` before it goes (its containers killed, `getPhase` with the pod
+terminal), and the Training Operator fails a job with `restartPolicy: Never` for any failed
+replica. Walked on the dev cluster (the real Training Operator v1.8.1, the pods held by a
+finalizer so that kwok's terminate stage turns them `Failed` on deletion as a kubelet does): a
+PyTorchJob of 8 pods (`Never`) preempted pod by pod for a higher-priority gang was `Failed`
+("PyTorchJob ptw is failed because 4 Worker replica(s) failed") 0.3 s later — preemption lost
+the run instead of requeueing it. Suspended, its controller deletes the pods and counts nothing
+(its reconcile stops at the suspension); it is resumed only once none of its pods is left at
+all, ended ones included — resumed with a `Failed` pod still there, it would count it.
+
 The mark `phalanx.dev/suspended-for` on the workload suspended (the eviction's reason) is the
 durable fact that this operator suspended it: any replica, or one restarted after a crash, resumes
 a workload that carries it once none of its pods runs, and never one a user suspended. A time limit
-still deletes the pods (its run is over: the Job counts the failure, as Slurm's TIMEOUT ends a
-job). A workload another controller manages (`spec.managedBy`), owns (only a CronJob's Jobs are
+is not a suspension: the run is over, as Slurm's TIMEOUT ends a job (`job_deadline.py`). A workload
+another controller manages (`spec.managedBy`, a Kubeflow job's `spec.runPolicy.managedBy`), owns (only a CronJob's Jobs are
 suspended, and a TrainJob's JobSet through the TrainJob) or admits (Kueue resumes a workload
 labelled with one of its queues once admitted), one with pods outside the gang (suspending it would
 evict them too), or one this operator may not patch (the RBAC refuses) has its pods evicted as
@@ -53,20 +65,34 @@ log = logging.getLogger("phalanx.jobs")
 
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
-OWN_CONTROLLER = {"JobSet": JOBSET_CONTROLLER, "TrainJob": TRAINJOB_CONTROLLER}
-"""The `spec.managedBy` of a JobSet or TrainJob its own controller runs (or unset)."""
-PLURALS = {"Job": "jobs", "JobSet": "jobsets", "TrainJob": "trainjobs"}
+TRAINING_OPERATOR = "kubeflow.org/training-operator"
+KUBEFLOW_V1 = {"PyTorchJob": "pytorchjobs", "MPIJob": "mpijobs"}
+"""The Training Operator v1 kinds Phalanx gangs, by their plural: each has `spec.runPolicy`, whose
+`suspend`, `activeDeadlineSeconds` and `managedBy` (v1.9+) this operator reads or writes."""
+OWN_CONTROLLER = {
+    "JobSet": JOBSET_CONTROLLER,
+    "TrainJob": TRAINJOB_CONTROLLER,
+    **dict.fromkeys(KUBEFLOW_V1, TRAINING_OPERATOR),
+}
+"""The `managedBy` of a workload its own controller runs (or unset)."""
+PLURALS = {"Job": "jobs", "JobSet": "jobsets", "TrainJob": "trainjobs", **KUBEFLOW_V1}
 
 
 @dataclass(frozen=True, slots=True)
 class Suspendable:
-    """A Job, JobSet or TrainJob whose suspension evicts its gang: what the patch needs."""
+    """A Job, JobSet, TrainJob, PyTorchJob or MPIJob whose suspension evicts its gang: what the
+    patch needs."""
 
     kind: str
     api_version: str
     namespace: str
     name: str
     uid: str
+
+    @property
+    def run_policy(self) -> bool:
+        """Its `suspend` sits in `spec.runPolicy` (Kubeflow v1), not in `spec`."""
+        return self.kind in KUBEFLOW_V1
 
     @property
     def title(self) -> str:
@@ -78,7 +104,7 @@ class Suspendable:
 
     @classmethod
     def workload(cls, workload: Workload) -> Suspendable:
-        """A JobSet or a TrainJob."""
+        """A JobSet, TrainJob, PyTorchJob or MPIJob."""
         ref = workload.ref
         return cls(ref.kind, ref.api_version, workload.namespace, ref.name, ref.uid)
 
@@ -119,6 +145,18 @@ class Owners:
             for p in self.pods
         )
 
+    def kubeflow_job_of(self, members: Iterable[PodRec]) -> Workload | None:
+        """The one PyTorchJob or MPIJob (Training Operator v1) that owns every member, if one
+        does and this cycle knows it."""
+        uids = {p.owner[2] if p.owner is not None else None for p in members}
+        if len(uids) != 1:
+            return None
+        (uid,) = uids
+        w = self.workloads.get(uid) if uid is not None else None
+        if w is None or w.ref.kind not in KUBEFLOW_V1 or w.ref.group != "kubeflow.org":
+            return None
+        return w
+
     def trainjob_of(self, jobset: str) -> str | None:
         """The uid of the TrainJob that owns the JobSet of uid `jobset`, if one does."""
         w = self.workloads.get(jobset)
@@ -132,12 +170,18 @@ NO_OWNERS = Owners({}, {}, ())
 def target_of(
     members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
 ) -> Suspendable | None:
-    """The one Job, JobSet or TrainJob every member belongs to, if suspending it evicts this
-    gang and nothing else: its own controller runs it (no other `managedBy`), a user has not
-    suspended it, and none of its live pods is outside the gang (`gang_pods`)."""
+    """The one Job, JobSet, TrainJob, PyTorchJob or MPIJob every member belongs to, if
+    suspending it evicts this gang and nothing else: its own controller runs it (no other
+    `managedBy`), a user has not suspended it, and none of its live pods is outside the gang
+    (`gang_pods`)."""
+    members = list(members)
     known = owners.jobs_of(members)
     if known is None:
-        return None
+        kubeflow = owners.kubeflow_job_of(members)
+        if kubeflow is None:
+            return None
+        target = _workload_target(kubeflow)
+        return target if target is not None and owners.alone({target.uid}, gang_pods) else None
     parents = {owners.jobset_of(j) for j in known}
     if len(parents) != 1:
         return None
@@ -167,8 +211,8 @@ def _job_target(job: JobRec) -> Suspendable | None:
 
 
 def _workload_target(w: Workload) -> Suspendable | None:
-    """A JobSet or TrainJob: active, run by its own controller, under no other that could set its
-    `spec.suspend` back, and not suspended by a user."""
+    """A JobSet, TrainJob, PyTorchJob or MPIJob: active, run by its own controller, under no
+    other that could set its `spec.suspend` back, and not suspended by a user."""
     if w.state != "Active" or w.managed_by not in (None, OWN_CONTROLLER.get(w.ref.kind)):
         return None
     if not _unowned(w):
@@ -190,20 +234,24 @@ def _unowned(workload: Workload | None, *kinds: str) -> bool:
 
 
 def to_resume(owners: Owners) -> list[Suspendable]:
-    """Jobs, JobSets and TrainJobs this operator suspended none of whose pods still runs or
-    terminates: resumed now, their controllers make the pods again at once. Finished pods do
-    not count: a
+    """Workloads this operator suspended none of whose pods still runs or terminates: resumed
+    now, their controllers make the pods again at once. A Job's finished pods do not count: a
     suspended Job's controller deletes only its active pods, and the member that failed (what
-    `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it."""
+    `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it. A
+    PyTorchJob's or MPIJob's do: its controller deletes them all, and would count a `Failed` one
+    still there when resumed."""
     marked = [Suspendable.job(j) for j in owners.jobs.values() if j.suspended_for is not None] + [
         Suspendable.workload(w)
         for w in owners.workloads.values()
-        if w.ref.kind in ("JobSet", "TrainJob") and SUSPENDED_FOR in w.annotations
+        if w.ref.kind in PLURALS and SUSPENDED_FOR in w.annotations
     ]
     if not marked:
         return []
     alive: set[str] = set()
     for p in owners.pods:
+        if p.owner is not None and p.owner[0] in KUBEFLOW_V1:
+            alive.add(p.owner[2])
+            continue
         if p.owner is None or p.owner[0] != "Job" or p.terminal:
             continue
         alive.add(p.owner[2])
@@ -251,11 +299,13 @@ async def resume(api: ClusterWrites, target: Suspendable) -> None:
 
 
 async def _patch(api: ClusterWrites, target: Suspendable, suspend: bool, mark: str | None) -> None:
-    """`spec.suspend` and our mark in one merge patch; `metadata.uid` makes it that very
-    object's (one deleted and created again under its name is refused, not suspended)."""
+    """`spec.suspend` (`spec.runPolicy.suspend`) and our mark in one merge patch;
+    `metadata.uid` makes it that very object's (one deleted and created again under its name is
+    refused, not suspended)."""
+    field = {"suspend": suspend}
     patch: dict[str, Any] = {
         "metadata": {"uid": target.uid, "annotations": {SUSPENDED_FOR: mark}},
-        "spec": {"suspend": suspend},
+        "spec": {"runPolicy": field} if target.run_policy else field,
     }
     await api.patch_workload(
         target.api_version, PLURALS[target.kind], target.namespace, target.name, patch

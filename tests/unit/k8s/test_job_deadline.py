@@ -10,8 +10,7 @@ from typing import Any
 from phalanx.k8s.job_deadline import runs_to_end
 from phalanx.k8s.records import pod_record
 from tests.unit.k8s.test_autogang_adapter import job, job_pod, managed, run
-from tests.unit.k8s.test_job_suspension import _owners
-from tests.unit.k8s.test_records_and_view import pod
+from tests.unit.k8s.test_job_suspension import PYTORCHJOB_REF, _owners, _ptj_pod, _pytorchjob
 from tests.unit.k8s.test_scheduler_loop import FakeApi
 
 
@@ -59,34 +58,6 @@ def test_a_time_limit_deletes_the_pods_when_the_job_cannot_be_ended_alone() -> N
     assert runs_to_end(records[:2], records[:2], owners) is None
     (whole,) = runs_to_end(records[:2], records, owners) or []
     assert whole.name == "train"
-
-
-PYTORCHJOB_REF = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "PyTorchJob",
-    "name": "ptj",
-    "uid": "ptj-uid",
-    "controller": True,
-}
-
-
-def _pytorchjob(**run_policy: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "ptj", "namespace": "ns", "uid": "ptj-uid"},
-        "spec": {
-            "runPolicy": run_policy,
-            "pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 2}},
-        },
-        "status": {"startTime": "1970-01-01T00:05:00Z"},
-    }
-
-
-def _ptj_pod(i: int) -> dict[str, Any]:
-    body = pod(f"ptj-{i}", gpus=4, node_name="n1", phase="Running")
-    body["metadata"]["ownerReferences"] = [PYTORCHJOB_REF]
-    return body
 
 
 def _ptj_timed_out(ptj: dict[str, Any], api: FakeApi | None = None) -> FakeApi:

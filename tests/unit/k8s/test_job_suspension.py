@@ -1,8 +1,9 @@
-"""A Job's or JobSet's gang is evicted by suspending it, and it is resumed once its pods are gone
-(`k8s/job_suspension.py`): the Job controller's back-off, which counts even the pods its
-`podFailurePolicy` ignores, then never holds the gang's restart (an 8-pod Job evicted pod by
-pod waited 600.3 s on the dev cluster, suspended 10.6 s; a JobSet of two 4-pod Jobs 80.3 s pod
-by pod)."""
+"""A Job's, JobSet's, TrainJob's, PyTorchJob's or MPIJob's gang is evicted by suspending it, and
+it is resumed once its pods are gone (`k8s/job_suspension.py`): the Job controller's back-off,
+which counts even the pods its `podFailurePolicy` ignores, then never holds the gang's restart
+(an 8-pod Job evicted pod by pod waited 600.3 s on the dev cluster, suspended 10.6 s; a JobSet
+of two 4-pod Jobs 80.3 s pod by pod), and the Training Operator does not fail a PyTorchJob for
+the pods a kubelet turns `Failed` as it stops them."""
 
 from __future__ import annotations
 
@@ -339,3 +340,102 @@ def test_a_trainjob_we_suspended_is_resumed_once_its_jobsets_pods_are_gone() -> 
     api = run([], [group], children, others=[jobset, ours])
     assert ("resume-trainjob", "t") in api.calls, api.calls
     assert not [c for c in api.calls if c[0] in ("resume-job", "resume-jobset")], api.calls
+
+
+# A PyTorchJob `ptj` (Kubeflow Training Operator v1) of a master and 2 workers: one gang.
+PYTORCHJOB_REF = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "name": "ptj",
+    "uid": "ptj-uid",
+    "controller": True,
+}
+
+
+def _pytorchjob(**run_policy: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ptj", "namespace": "ns", "uid": "ptj-uid"},
+        "spec": {
+            "runPolicy": run_policy,
+            "pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 2}},
+        },
+        "status": {"startTime": "1970-01-01T00:05:00Z"},
+    }
+
+
+def _ptj_pod(i: int) -> dict[str, Any]:
+    body = pod(f"ptj-{i}", gpus=4, node_name="n1", phase="Running")
+    body["metadata"]["ownerReferences"] = [PYTORCHJOB_REF]
+    return body
+
+
+def _ptj_preempted(ptj: dict[str, Any], api: FakeApi | None = None) -> FakeApi:
+    """Its gang running, one member failed: evicted whole (`MemberFailed`)."""
+    pods = [_ptj_pod(i) for i in range(3)]
+    pods[2]["status"]["phase"] = "Failed"
+    group = managed(3, PYTORCHJOB_REF, phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    return run(pods, [group], [], api, others=[ptj])
+
+
+def test_a_pytorchjobs_gang_is_evicted_by_suspending_it_through_its_run_policy() -> None:
+    """Walked: a PyTorchJob of 8 pods (`restartPolicy: Never`) preempted pod by pod, each pod
+    turned `Failed` as a kubelet stops it, was `Failed` 0.3 s later ("4 Worker replica(s)
+    failed"): the preemption lost its run. Suspended, the Training Operator deletes its pods and
+    counts nothing."""
+    api = _ptj_preempted(_pytorchjob())
+    assert ("evicted", "MemberFailed") in api.calls, api.calls
+    assert ("suspend-pytorchjob", "ptj") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete")], api.calls
+    assert api.job_patches == [
+        {
+            "metadata": {
+                "uid": "ptj-uid",
+                "annotations": {"phalanx.dev/suspended-for": "MemberFailed"},
+            },
+            "spec": {"runPolicy": {"suspend": True}},
+        }
+    ]
+    assert api.patched_paths == ["kubeflow.org/v1/pytorchjobs"]
+    refused = _ptj_preempted(_pytorchjob(), FakeApi(failing={"patch-pytorchjob"}))
+    assert ("evict", "ptj-0") in refused.calls, "the RBAC refused: its pods are evicted"
+
+
+def test_a_pytorchjob_another_controller_runs_kueue_admits_or_a_user_suspended_is_left_alone() -> (
+    None
+):
+    pods = [_ptj_pod(i) for i in range(3)]
+    every = [pod_record(p) for p in pods]
+
+    def target(ptj: dict[str, Any], gang: int = 3) -> Any:
+        return target_of(every[:gang], every[:gang], _owners([], [ptj], pods))
+
+    assert target(_pytorchjob()) is not None
+    assert target(_pytorchjob(managedBy="kubeflow.org/training-operator")) is not None
+    assert target(_pytorchjob(managedBy="kueue.x-k8s.io/multikueue")) is None, "MultiKueue's"
+    queued = _pytorchjob()
+    queued["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q"}
+    assert target(queued) is None, "Kueue resumes what it admitted"
+    assert target(_pytorchjob(suspend=True)) is None, "the user's suspension is theirs to lift"
+    assert target(_pytorchjob(), gang=2) is None, "a pod of it outside the gang"
+
+
+def test_a_pytorchjob_we_suspended_is_resumed_only_once_no_pod_of_it_is_left() -> None:
+    """Resumed with a `Failed` pod still there (a kubelet finishing its deletion), the Training
+    Operator would count it and fail a `Never` job: ended pods count too, unlike a Job's."""
+    ours = _pytorchjob(suspend=True)
+    ours["metadata"]["annotations"] = MARK
+    failed = _ptj_pod(0)
+    failed["status"]["phase"] = "Failed"
+    assert to_resume(_owners([], [ours], [failed])) == [], "a Failed pod still there"
+    (target,) = to_resume(_owners([], [ours], []))
+    assert (target.kind, target.name, target.run_policy) == ("PyTorchJob", "ptj", True)
+    api = run([], [managed(3, PYTORCHJOB_REF, phase="Pending")], [], others=[ours])
+    assert ("resume-pytorchjob", "ptj") in api.calls, api.calls
+    assert api.job_patches == [
+        {
+            "metadata": {"uid": "ptj-uid", "annotations": {"phalanx.dev/suspended-for": None}},
+            "spec": {"runPolicy": {"suspend": False}},
+        }
+    ]

@@ -80,13 +80,12 @@ class FakeApi:
             "pytorchjobs": "pytorchjob",
             "mpijobs": "mpijob",
         }[plural]
-        if "activeDeadlineSeconds" in spec or "activeDeadlineSeconds" in (
-            spec.get("runPolicy") or {}
-        ):
+        fields = spec.get("runPolicy") or spec  # a Kubeflow v1 job's sit in its run policy
+        if "activeDeadlineSeconds" in fields:
             self.calls.append((f"deadline-{kind}", name))
         else:
             self.calls.append(
-                (f"suspend-{kind}" if spec.get("suspend") else f"resume-{kind}", name)
+                (f"suspend-{kind}" if fields.get("suspend") else f"resume-{kind}", name)
             )
         self.job_patches = [*getattr(self, "job_patches", []), dict(patch)]
         self.patched_paths = [*getattr(self, "patched_paths", []), f"{api_version}/{plural}"]

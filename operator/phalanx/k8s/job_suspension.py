@@ -40,14 +40,14 @@ the run instead of requeueing it. Suspended, its controller deletes the pods and
 all, ended ones included — resumed with a `Failed` pod still there, it would count it.
 
 The mark `phalanx.dev/suspended-for` on the workload suspended (the eviction's reason) is the
-durable fact that this operator suspended it: any replica, or one restarted after a crash, resumes
-a workload that carries it once none of its pods runs, and never one a user suspended. A time limit
-is not a suspension: the run is over, as Slurm's TIMEOUT ends a job (`job_deadline.py`). A workload
-another controller manages (`spec.managedBy`, a Kubeflow job's `spec.runPolicy.managedBy`), owns (only a CronJob's Jobs are
-suspended, and a TrainJob's JobSet through the TrainJob) or admits (Kueue resumes a workload
-labelled with one of its queues once admitted), one with pods outside the gang (suspending it would
-evict them too), or one this operator may not patch (the RBAC refuses) has its pods evicted as
-before.
+durable fact that this operator suspended it: any replica, or one restarted after a crash,
+resumes a workload that carries it once none of its pods runs, and never one a user suspended. A
+time limit is not a suspension: the run is over, as Slurm's TIMEOUT ends a job
+(`job_deadline.py`). A workload another controller manages (`spec.managedBy`, a Kubeflow job's
+`spec.runPolicy.managedBy`), owns (only a CronJob's Jobs are suspended, and a TrainJob's JobSet
+through the TrainJob) or admits (Kueue resumes a workload labelled with one of its queues once
+admitted), one with pods outside the gang (suspending it would evict them too), or one this
+operator may not patch (the RBAC refuses) has its pods evicted as before.
 """
 
 from __future__ import annotations

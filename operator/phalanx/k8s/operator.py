@@ -35,6 +35,7 @@ from phalanx.k8s.api import GROUP, VERSION, Api, ApiError, connect, drain
 from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.informer import Informer
 from phalanx.k8s.kopf_rescan import rescan_unserved
+from phalanx.k8s.kopf_vanished import tolerate_vanished_kinds
 from phalanx.k8s.leader import LeaseElector
 from phalanx.k8s.metrics import Metrics, listen_error
 from phalanx.k8s.records import (
@@ -466,6 +467,8 @@ async def run_operator(
     stop_flag: asyncio.Event = stop or asyncio.Event()
     kopf_ready = asyncio.Event()
     health = f"http://0.0.0.0:{config.health_port}/healthz" if config.health_port else None
+    # Kinds whose CRD is deleted while we run must not end kopf (`kopf_vanished.py`).
+    tolerate_vanished_kinds()
     # Ours, so that the rescan of kinds installed later (`kopf_rescan.py`) works on kopf's own.
     settings = kopf.OperatorSettings()
     insights = references.Insights()

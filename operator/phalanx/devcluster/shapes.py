@@ -5,7 +5,10 @@ nodes under some spines, 4-GPU inference nodes under another). Spines and leaves
 across the whole shape, so two groups never share a leaf by accident. The node objects built here
 carry exactly what a real GPU node would show the scheduler: the topology labels of PRODUCT.md §4
 (NVIDIA topograph keys), `nvidia.com/gpu.count`, `nvidia.com/gpu.product`, and allocatable
-`nvidia.com/gpu` with CPU, memory and pods.
+`nvidia.com/gpu` with CPU, memory, ephemeral storage and pods. Ephemeral storage matters: a
+kubelet reports it and pods ask for it (the Training Operator's MPIJob launcher has an init
+container asking 5Gi); a fake node without it could never hold such a pod, as kube-scheduler
+would also judge.
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ class NodeGroup(BaseModel):
     gpu_product: str = Field(alias="gpuProduct", default="NVIDIA-H100-80GB-HBM3")
     cpu: str = "96"
     memory: str = "1536Gi"
+    ephemeral_storage: str = Field(alias="ephemeralStorage", default="1800Gi")
+    """The kubelet's root filesystem (a GPU node's OS disk, about 2 TB)."""
     pods: int = Field(ge=1, default=110)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
 
-    @field_validator("cpu", "memory")
+    @field_validator("cpu", "memory", "ephemeral_storage")
     @classmethod
     def _quantity(cls, value: str) -> str:
         if not re.fullmatch(r"[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?", value):
@@ -109,6 +114,7 @@ def _node_body(group: NodeGroup, shape: str, spine: str, leaf: str, suffix: str)
     resources = {
         "cpu": group.cpu,
         "memory": group.memory,
+        "ephemeral-storage": group.ephemeral_storage,
         "pods": str(group.pods),
         GPU_RESOURCE: str(group.gpus),
     }

@@ -38,6 +38,9 @@ def test_shipped_shapes_have_the_promised_sizes(
     assert len({lab[LEAF_LABEL] for lab in labels}) == leaves
     assert len({b["metadata"]["name"] for b in bodies}) == nodes
     assert sum(int(b["status"]["allocatable"][GPU_RESOURCE]) for b in bodies) == gpus
+    # What a kubelet reports besides GPUs: an MPIJob launcher's init container asks 5Gi of
+    # ephemeral storage, which a node without it could never hold.
+    assert {b["status"]["allocatable"]["ephemeral-storage"] for b in bodies} == {"1800Gi"}
 
 
 def test_every_leaf_sits_under_exactly_one_spine() -> None:
@@ -75,6 +78,11 @@ def test_heterogeneous_groups_keep_their_own_kind_and_leaves() -> None:
         (
             "name: x\nnodeGroups:\n- name: g\n  spines: 1\n  leavesPerSpine: 1\n"
             "  nodesPerLeaf: 1\n  gpus: 8\n  memory: lots\n",
+            "not a Kubernetes quantity",
+        ),
+        (
+            "name: x\nnodeGroups:\n- name: g\n  spines: 1\n  leavesPerSpine: 1\n"
+            "  nodesPerLeaf: 1\n  gpus: 8\n  ephemeralStorage: a-lot\n",
             "not a Kubernetes quantity",
         ),
         (

@@ -29,12 +29,14 @@ from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     JOBSET_API,
     LWS_API,
+    MPIJOB_API,
     PYTORCHJOB_API,
     TRAINJOB_API,
     create_workload,
     delete_workloads,
     jobset,
     leader_worker_set,
+    mpijob,
     pod_template,
     pytorchjob,
     training_runtime,
@@ -637,6 +639,33 @@ def test_an_evicted_trainjobs_gang_is_back_by_suspending_the_trainjob_and_it_doe
     assert not any(c["status"] == "True" for c in failed), made.get("status")
     (job_now,) = cluster.batch.list_namespaced_job(ns, label_selector=selector).items
     assert not job_now.spec.suspend and (job_now.status.failed or 0) <= 1, job_now.status
+
+
+def test_an_mpijobs_launcher_and_workers_run_as_one_gang_ended_by_its_time_limit(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """An MPIJob (the real Training Operator v1.8.1) of a launcher and 2 workers of 1 GPU is one
+    gang of 3, bound whole — its launcher's init container asks 5Gi of ephemeral storage, which
+    fake nodes without it could never hold (walked: "no node can ever hold one of its pods") —
+    and past its 6 s limit it is ended by its run policy's deadline, as a PyTorchJob is."""
+    label_namespace(cluster, ns, "default")
+    body = mpijob("mpi", workers=2, gpus=1, annotations={"phalanx.dev/time-limit-seconds": "6"})
+    create_workload(custom, MPIJOB_API, ns, body)
+    group = wait_group(custom, ns, "mpijob-mpi", 3)
+    assert group["spec"].get("timeLimitSeconds") == 6, group["spec"]
+    wait_bound(cluster, ns, "training.kubeflow.org/job-name=mpi", 3)
+    wait_for(
+        lambda: group_status(custom, ns, "mpijob-mpi").get("phase") == "Failed",
+        timeout=40,
+        what="mpijob-mpi Failed past its 6 s limit",
+    )
+    made = custom.get_namespaced_custom_object(*MPIJOB_API[:2], ns, MPIJOB_API[2], "mpi")
+    assert made["spec"]["runPolicy"]["activeDeadlineSeconds"] >= 6, made["spec"]["runPolicy"]
+    failed = next(c for c in made["status"]["conditions"] if c["type"] == "Failed")
+    assert "active longer than specified deadline" in failed["message"], failed
 
 
 def test_a_preempted_pytorchjob_is_suspended_and_runs_again_instead_of_failing(

@@ -6,7 +6,7 @@ Started once per session, on the session's cluster, the first time a test names 
 then too, with progress on stderr); stopped, their webhook configurations deleted first, at the
 end of the session. How they are run: `phalanx.devcluster.controllers`. Builders of their workloads
 below (`jobset`, `leader_worker_set`, `trainjob` with its runtime `training_runtime`,
-`pytorchjob`).
+`pytorchjob`, `mpijob`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ JOBSET_API = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 PYTORCHJOB_API = ("kubeflow.org", "v1", "pytorchjobs")
+MPIJOB_API = ("kubeflow.org", "v1", "mpijobs")
 RUNTIME_API = ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
 TRAINING_RUNTIME = "phalanx-kwok-torch"
 """The ClusterTrainingRuntime of the tests' TrainJobs (`training_runtime`)."""
@@ -212,10 +213,31 @@ def pytorchjob(
     }
 
 
+def mpijob(
+    name: str, *, workers: int, gpus: int, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """An MPIJob (Training Operator v1) of a launcher (no GPU: its Training Operator adds an
+    init container asking 5Gi of ephemeral storage) and `workers` workers of `gpus` GPUs."""
+    launcher = pod_template(0, scheduler=None)
+    launcher["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    return {
+        "apiVersion": f"{MPIJOB_API[0]}/{MPIJOB_API[1]}",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "slotsPerWorker": 1,
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": launcher},
+                "Worker": {"replicas": workers, "template": pod_template(gpus, scheduler=None)},
+            },
+        },
+    }
+
+
 def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
-    """Delete every TrainJob, PyTorchJob, JobSet and LWS of the namespace and wait their pods out
-    (their controllers would recreate what the namespace fixture deletes)."""
-    apis = (TRAINJOB_API, PYTORCHJOB_API, JOBSET_API, LWS_API)
+    """Delete every TrainJob, PyTorchJob, MPIJob, JobSet and LWS of the namespace and wait their
+    pods out (their controllers would recreate what the namespace fixture deletes)."""
+    apis = (TRAINJOB_API, PYTORCHJOB_API, MPIJOB_API, JOBSET_API, LWS_API)
     for group, version, plural in apis:
         custom.delete_collection_namespaced_custom_object(
             group, version, namespace, plural, propagation_policy="Background"
@@ -228,8 +250,8 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
             )
         ),
         timeout=60,
-        what=f"the TrainJobs, PyTorchJobs, JobSets and LeaderWorkerSets of {namespace} to be "
-        "deleted",
+        what=f"the TrainJobs, PyTorchJobs, MPIJobs, JobSets and LeaderWorkerSets of {namespace} "
+        "to be deleted",
     )
     cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     wait_for(

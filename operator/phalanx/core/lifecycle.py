@@ -225,6 +225,11 @@ class LifecycleDecision:
     `member_failures`: the count to record (raised with a `MemberFailed` eviction).
     `evicting`: the gang's capacity is on its way back (an eviction or rollback decided now or
     under way): counted as used now, free from now on in plans, charged to no queue.
+    `lingering`: the gang is over (`Succeeded`, `Failed`) but members are still bound: they hold
+    capacity, charged to its queue, until they end. Walked on the dev cluster: a PyTorchJob
+    (`restartPolicy: Never`) whose one worker failed was `Failed` while its Training Operator
+    (`cleanPodPolicy: None`, its default) left the 3 other pods running; their 24 GPUs were
+    charged to no queue, whose allocation said 32 where 56 were held.
     """
 
     phase: Phase
@@ -235,10 +240,11 @@ class LifecycleDecision:
     not_before: float | None = None
     member_failures: int = 0
     evicting: bool = False
+    lingering: bool = False
 
     @property
     def holds_capacity(self) -> bool:
-        return self.action in (
+        return self.lingering or self.action in (
             Action.RUN,
             Action.HOLD,
             Action.EVICT,
@@ -296,14 +302,20 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
 
     # Terminal states stay terminal. `Failed` always; `Succeeded` unless live members contradict
     # it (a status edited by hand is re-decided from the cluster).
+    # Over, with members still bound: they hold capacity until they end (`lingering`).
+    lingering = n.live > 0
     if recorded == Phase.FAILED:
-        return LifecycleDecision(Phase.FAILED, Action.NONE, need=need, member_failures=failures)
+        return LifecycleDecision(
+            Phase.FAILED, Action.NONE, need=need, member_failures=failures, lingering=lingering
+        )
     if recorded == Phase.SUCCEEDED and n.live == 0:
         return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
 
     # The workload's own verdict wins when it has one.
     if facts.owner is OwnerState.COMPLETE:
-        return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
+        return LifecycleDecision(
+            Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures, lingering=lingering
+        )
     if facts.owner is OwnerState.FAILED:
         return LifecycleDecision(
             Phase.FAILED,
@@ -312,6 +324,7 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             "its workload reports Failed",
             need=need,
             member_failures=failures,
+            lingering=lingering,
         )
 
     if facts.evicting_now:

@@ -440,14 +440,35 @@ def test_member_lost_rule() -> None:
 
 
 def test_capacity_is_held_exactly_while_pods_may_be_bound() -> None:
-    """What holds capacity: running, binding, being evicted or rolled back; not pending or
-    finished gangs."""
+    """What holds capacity: running, binding, being evicted or rolled back, and a finished gang
+    whose members are still bound (`lingering`); not pending gangs, nor finished ones whose
+    members have all ended."""
     holds = {
         c.name: decide(c.facts, POLICY, c.now).holds_capacity
         for c in CASES
         if c.action in (Action.SCHEDULE, Action.NONE, Action.FAIL)
     }
-    assert not any(holds.values()), holds
+    assert [name for name, held in holds.items() if held] == ["the Job failed"], holds
+
+
+def test_a_finished_gang_holds_capacity_while_members_are_still_bound() -> None:
+    """Walked: a PyTorchJob (`restartPolicy: Never`) whose one worker failed was `Failed` while
+    the Training Operator (`cleanPodPolicy: None`) left its 3 other pods running; their GPUs were
+    charged to no queue. Those members hold capacity (charged to its queue) until they end."""
+    for f in (
+        facts("FRRR", recorded_phase="Running", owner=OwnerState.FAILED),
+        facts("FRRR", recorded_phase="Failed"),
+        facts("SRRR", recorded_phase="Running", owner=OwnerState.COMPLETE),
+    ):
+        d = decide(f, POLICY, NOW)
+        assert d.phase in (Phase.FAILED, Phase.SUCCEEDED) and d.lingering and d.holds_capacity, f
+    for f in (
+        facts("FFSS", recorded_phase="Running", owner=OwnerState.FAILED),
+        facts("", recorded_phase="Failed"),
+        facts("SSSS", recorded_phase="Succeeded"),
+    ):
+        d = decide(f, POLICY, NOW)
+        assert not d.lingering and not d.holds_capacity, f
 
 
 def test_the_record_check() -> None:

@@ -26,6 +26,14 @@ MIN_MEMBER_ANNOTATION = "phalanx.dev/min-member"
 TOPOLOGY_REQUIRED_ANNOTATION = "phalanx.dev/topology-required"
 TOPOLOGY_PREFERRED_ANNOTATION = "phalanx.dev/topology-preferred"
 TIME_LIMIT_ANNOTATION = "phalanx.dev/time-limit-seconds"
+SPEC_ANNOTATIONS = (
+    MIN_MEMBER_ANNOTATION,
+    TIME_LIMIT_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
+    TOPOLOGY_PREFERRED_ANNOTATION,
+)
+"""The annotations that carry a managed PodGroup's spec: read from the workload of a known kind
+(its own metadata), from the pod of any other."""
 QUEUE_LABEL = "phalanx.dev/queue"
 SUSPENDED_FOR_ANNOTATION = "phalanx.dev/suspended-for"
 """On a Job or JobSet the operator suspended to evict its gang (the reason): its pods stay in
@@ -135,6 +143,10 @@ class AutoGang:
     problem_reason: str = ""
     problem: str = ""
     hint: str = ""
+    ignored: str = ""
+    """Spec annotations on the pod (its template's) that its known-kind workload does not carry:
+    not read, and said once (walked: a PyTorchJob's time limit written on its pod templates ran
+    92 s past its 15 s, silently)."""
 
     @property
     def spec(self) -> ManagedSpec:
@@ -284,7 +296,18 @@ def resolve(
     )
     if unsupported:
         return _with_problem(base, f"{top.title}: {unsupported}")
-    return _apply_annotations(base, annotations, top.title, members)
+    gang = _apply_annotations(base, annotations, top.title, members)
+    ignored = [k for k in SPEC_ANNOTATIONS if k in pod.annotations and k not in annotations]
+    if ignored:
+        kind = top.ref.kind
+        gang = replace(
+            gang,
+            ignored=f"annotation {', '.join(ignored)} on its pods (their template) is not read: "
+            f"for a {kind}, Phalanx reads it from the {kind}'s own metadata; annotate "
+            f"{top.title} (a PodGroup's spec is fixed once made: delete the {kind} and create "
+            "it again)",
+        )
+    return gang
 
 
 def _other_kind(pod: PodOwnership, namespace_queue: str | None) -> AutoGang:

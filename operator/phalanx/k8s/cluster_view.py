@@ -89,6 +89,8 @@ class Gang:
     """`core.lifecycle.run_start`: when its run started, for `scheduledAt` when it has none."""
     auto: AutoGang | None = None
     """For a gang of pods that name no PodGroup: what `core.autogang` decided for them."""
+    ignored: str = ""
+    """Spec annotations some of its pods carry and its workload does not (`AutoGang.ignored`)."""
 
     @property
     def uid(self) -> str:
@@ -310,6 +312,7 @@ def build_view(
             continue
         if gang is not None and auto is not None:
             gang.auto = auto
+            gang.ignored = gang.ignored or auto.ignored
         if gang is None:
             if not pod.terminal:
                 orphans.append(pod)

@@ -196,7 +196,7 @@ class Reporter:
                 if key.startswith("orphan:"):
                     if key.removeprefix("orphan:") not in live_pods:
                         del table[key]
-                elif key not in keep:
+                elif key.removeprefix("ignored:") not in keep:
                     del table[key]
         for key in list(self.pod_written):
             if key not in live_pods:
@@ -522,12 +522,22 @@ class Reporter:
                 )
 
     def report_unganged(self, view: View) -> None:
-        """Pods whose automatic gang cannot be made (owner not found, workload suspended), and
-        gangs of one that could be gangs (one pod per owner says how): an Event each, once."""
+        """Pods whose automatic gang cannot be made (owner not found, workload suspended), gangs
+        of one that could be gangs (one pod per owner says how), and managed gangs whose pods
+        carry spec annotations their workload does not (not read): an Event each, once."""
         for pod, auto in view.unganged:
             self._tell_pod(pod, auto.problem_reason, auto.problem, "Warning")
         for pod, hint in view.hints:
             self._tell_pod(pod, "NotGanged", hint, "Normal")
+        for gang in view.gangs.values():
+            ignored = gang.ignored
+            if not ignored or gang.group is None:
+                continue
+            key = f"ignored:{gang.uid}"
+            if self.reported.get(key) != ("AnnotationIgnored", ignored):
+                self.reported[key] = ("AnnotationIgnored", ignored)
+                log.info("%s: %s", gang.key, ignored)
+                self.emit(group_ref(gang), "AnnotationIgnored", ignored, "Warning")
 
     def report_bypassed(self, found: Iterable[Bypass]) -> None:
         """Workloads whose pods went to another scheduler though opted in (`bypass`): a

@@ -29,6 +29,7 @@ JOB = OwnerRef("batch/v1", "Job", "train", "job-uid")
 CRON = OwnerRef("batch/v1", "CronJob", "nightly", "cron-uid")
 JOBSET = OwnerRef("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "js-uid")
 TRAINJOB = OwnerRef("trainer.kubeflow.org/v1alpha1", "TrainJob", "tj", "tj-uid")
+PYTORCHJOB = OwnerRef("kubeflow.org/v1", "PyTorchJob", "ptj", "ptj-uid")
 LWS = OwnerRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "serve", "lws-uid")
 STS = OwnerRef("apps/v1", "StatefulSet", "serve-0", "sts-uid")
 RS = OwnerRef("apps/v1", "ReplicaSet", "web-5d8f", "rs-uid")
@@ -175,6 +176,24 @@ CASES: dict[str, Case] = {
             topology_preferred="spine",
             time_limit=3600,
         ),
+    ),
+    "a time limit on the pods (their template), not the workload: not read, and said": Case(
+        pod(PYTORCHJOB, annotations={"phalanx.dev/time-limit-seconds": "15"}),
+        [wl(PYTORCHJOB, 3)],
+        AutoGang(
+            name="pytorchjob-ptj",
+            owner=PYTORCHJOB,
+            min_member=3,
+            ignored="annotation phalanx.dev/time-limit-seconds on its pods (their template) is "
+            "not read: for a PyTorchJob, Phalanx reads it from the PyTorchJob's own metadata; "
+            "annotate PyTorchJob team-a/ptj (a PodGroup's spec is fixed once made: delete the "
+            "PyTorchJob and create it again)",
+        ),
+    ),
+    "the same annotation on the workload too: read from it, nothing to say": Case(
+        pod(PYTORCHJOB, annotations={"phalanx.dev/time-limit-seconds": "15"}),
+        [wl(PYTORCHJOB, 3, annotations={"phalanx.dev/time-limit-seconds": "20"})],
+        AutoGang(name="pytorchjob-ptj", owner=PYTORCHJOB, min_member=3, time_limit=20),
     ),
     "a time limit that is not a number: Invalid, naming the annotation": Case(
         pod(JOB),

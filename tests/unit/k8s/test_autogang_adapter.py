@@ -331,3 +331,28 @@ def test_new_pods_of_a_finished_podgroup_get_an_event_saying_so_and_nothing_else
     ], api.calls
     pending = {**group, "status": {"phase": "Pending"}}
     assert ("event", "PodGroupFinished") not in run(pods, [pending], []).calls
+
+
+def test_spec_annotations_on_a_known_kinds_pods_are_said_not_read_once() -> None:
+    """Walked: a PyTorchJob's time limit written on its pod templates, not on the PyTorchJob, ran
+    92 s past its 15 s without a word. The PodGroup is made without it and a Warning says where
+    to write it, once however many cycles see it."""
+    from tests.unit.k8s.test_job_suspension import PYTORCHJOB_REF, _ptj_pod, _pytorchjob
+
+    pods = [_ptj_pod(i) for i in range(3)]
+    for p in pods:
+        p["metadata"]["annotations"] = {"phalanx.dev/time-limit-seconds": "15"}
+    group = managed(3, PYTORCHJOB_REF, phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    api = FakeApi()
+    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+    source = Source(pods, [group], [], others=[_pytorchjob()])
+    sched = Scheduler(config, api, source, clock=lambda: 1000.0)
+
+    async def go() -> None:
+        for _ in range(2):
+            await sched.cycle()
+            await sched.settle()
+
+    asyncio.run(go())
+    said = [c for c in api.calls if c == ("event", "AnnotationIgnored")]
+    assert len(said) == 1, api.calls

@@ -108,6 +108,18 @@ def _rayjob_with_a_pod(cluster: Cluster, custom: Any, ns: str, name: str) -> Non
     cluster.core.create_namespaced_pod(ns, pod)
 
 
+def _applied_and_ganged(cluster: Cluster, custom: Any, ext: Any, ns: str, name: str) -> None:
+    """The CRD applied, a RayJob and its pod made: its managed PodGroup is made, which needs the
+    operator to read the RayJob (RayJobs watched)."""
+    _apply(ext)
+    _rayjob_with_a_pod(cluster, custom, ns, name)
+    wait_for(
+        lambda: get_group(custom, ns, f"rayjob-{name}"),
+        timeout=60,
+        what=f"the managed PodGroup rayjob-{name} (RayJobs watched once their CRD is applied)",
+    )
+
+
 def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor_is_lost(
     cluster: Cluster,
     custom: Any,
@@ -118,13 +130,7 @@ def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor
     """The kind applied while the operator runs is watched (a RayJob's pod gets its managed
     PodGroup, which needs the RayJob read); its CRD deleted, the operator still runs
     `CYCLES` cycles later; applied again, a new RayJob's pod is ganged again."""
-    _apply(extensions)
-    _rayjob_with_a_pod(cluster, custom, namespace, "first")
-    wait_for(
-        lambda: get_group(custom, namespace, "rayjob-first"),
-        timeout=60,
-        what="the managed PodGroup rayjob-first (RayJobs watched once their CRD is applied)",
-    )
+    _applied_and_ganged(cluster, custom, extensions, namespace, "first")
     # No RayJob left when the CRD goes (as after uninstalling KubeRay), as in the walk.
     custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "first")
     wait_for(
@@ -153,11 +159,5 @@ def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor
         what=f"{CYCLES} more operator cycles after the CRD was deleted (or the operator's exit)",
     )
     assert not operator.exited(), f"the operator stopped:\n{operator.log_since(offset)[-3000:]}"
-    _apply(extensions)
-    _rayjob_with_a_pod(cluster, custom, namespace, "second")
-    wait_for(
-        lambda: get_group(custom, namespace, "rayjob-second"),
-        timeout=60,
-        what="the managed PodGroup rayjob-second (RayJobs watched again)",
-    )
+    _applied_and_ganged(cluster, custom, extensions, namespace, "second")
     assert not operator.exited()

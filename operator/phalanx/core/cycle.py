@@ -1849,7 +1849,7 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             allocated=allocated,
             borrowed={fair_name: max(0, got - q.deserved)},
             pending_gangs=pending.get(name, 0),
-            running_gangs=len(running) + bound.get(name, 0),
+            running_gangs=sum(1 for r in running if not r.gang.over) + bound.get(name, 0),
             fair_share=q.fair_share,
             guarantee_scaled=scaled,
             message=message,

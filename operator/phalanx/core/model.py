@@ -143,6 +143,10 @@ class RunningGang:
     """When its PodGroup was created (None: unknown). With its `start_time` this is the wait it
     had before it started, which `Policy.preempt_starving` weighs (a gang that waited long is
     not taken for one that waited less, relative to their time limits)."""
+    over: bool = False
+    """Its gang is over (`Succeeded`, `Failed`) but these members are still bound
+    (`LifecycleDecision.lingering`): they hold capacity, charged to its queue, and may be taken
+    as victims like any; the queue's `runningGangs` does not count it."""
 
 
 @dataclass(frozen=True, slots=True)

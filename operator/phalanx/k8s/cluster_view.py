@@ -428,6 +428,7 @@ def build_view(
                     topology_required=gang.group.topology_required if gang.group else None,
                     intended=intended,
                     creation_time=facts.created,
+                    over=decision.lingering,
                 )
             )
             continue

@@ -232,9 +232,15 @@ class RunningBuilder:
         self._required: str | None = None
         self._created: float | None = None
         self._yield_by: float | None = None
+        self._over = False
 
     def queue(self, name: str) -> Self:
         self._queue = name
+        return self
+
+    def over(self) -> Self:
+        """Its gang is over (Succeeded, Failed), these members still bound (lingering)."""
+        self._over = True
         return self
 
     def yields_by(self, t: float) -> Self:
@@ -305,6 +311,7 @@ class RunningBuilder:
             topology_required=self._required,
             creation_time=self._created,
             yield_by=self._yield_by,
+            over=self._over,
         )
 
 

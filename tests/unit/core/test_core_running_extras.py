@@ -76,3 +76,16 @@ def test_a_gang_backing_off_is_not_placed_and_says_until_when() -> None:
     assert "40s" in d.message
     later = schedule(snap, DEFAULT_POLICY, 1041.0)
     assert later.bindings == {"ns/crashy": {"crashy-000": "s0-l0-n00"}}
+
+
+def test_a_finished_gangs_members_still_bound_are_charged_but_not_a_running_gang() -> None:
+    """A PyTorchJob failed by one worker keeps its other pods running (its Training Operator's
+    `cleanPodPolicy: None`): those 8 GPUs are its queue's allocation, but the queue runs one
+    gang, not two."""
+    snap = snapshot(
+        fabric(1, 1, 2),
+        running=[running("live").on("s0-l0-n00"), running("failed").on("s0-l0-n01").over()],
+    )
+    q = schedule(snap, DEFAULT_POLICY, NOW).queues["default"]
+    assert q.allocated["nvidia.com/gpu"] == 16
+    assert q.running_gangs == 1

@@ -36,7 +36,7 @@ from typing import Any
 
 from phalanx.core.autogang import Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
-from phalanx.k8s.job_suspension import KUBEFLOW_V1, TRAINING_OPERATOR, Owners
+from phalanx.k8s.job_suspension import KUBEFLOW_V1, OWN_CONTROLLER, PLURALS, Owners
 from phalanx.k8s.records import JobRec, PodRec
 
 log = logging.getLogger("phalanx.jobs")
@@ -48,25 +48,24 @@ class Deadline:
 
     kind: str
     api_version: str
-    plural: str
     namespace: str
     name: str
     uid: str
     started: float | None
-    run_policy: bool
-    """The deadline sits in `spec.runPolicy` (Kubeflow v1), not in `spec` (a Job)."""
+
+    @property
+    def run_policy(self) -> bool:
+        """The deadline sits in `spec.runPolicy` (Kubeflow v1), not in `spec` (a Job)."""
+        return self.kind in KUBEFLOW_V1
 
     @classmethod
     def job(cls, job: JobRec) -> Deadline:
-        return cls("Job", "batch/v1", "jobs", job.namespace, job.name, job.uid, job.started, False)
+        return cls("Job", "batch/v1", job.namespace, job.name, job.uid, job.started)
 
     @classmethod
     def kubeflow(cls, w: Workload) -> Deadline:
         ref = w.ref
-        plural = KUBEFLOW_V1[ref.kind]
-        return cls(
-            ref.kind, ref.api_version, plural, w.namespace, ref.name, ref.uid, w.started, True
-        )
+        return cls(ref.kind, ref.api_version, w.namespace, ref.name, ref.uid, w.started)
 
 
 def runs_to_end(
@@ -93,7 +92,7 @@ def _kubeflow_job(members: list[PodRec], owners: Owners) -> Workload | None:
     w = owners.kubeflow_job_of(members)
     if w is None:
         return None
-    if w.state != "Active" or w.managed_by not in (None, TRAINING_OPERATOR):
+    if w.state != "Active" or w.managed_by not in (None, OWN_CONTROLLER[w.ref.kind]):
         return None
     return w
 
@@ -114,7 +113,7 @@ async def end_runs(api: ClusterWrites, targets: list[Deadline], now: float) -> b
     for t in targets:
         try:
             await api.patch_workload(
-                t.api_version, t.plural, t.namespace, t.name, deadline_patch(t, now)
+                t.api_version, PLURALS[t.kind], t.namespace, t.name, deadline_patch(t, now)
             )
         except ApiError as exc:
             if exc.status == 404:

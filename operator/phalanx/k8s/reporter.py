@@ -471,8 +471,7 @@ class Reporter:
 
     def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
         pod = gang.pods[0]
-        if self.reported.get(gang.uid) != (reason, message):
-            self.reported[gang.uid] = (reason, message)
+        if self._once(gang.uid, reason, message):
             self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, "Warning")
 
     def report_orphans(self, view: View) -> None:
@@ -533,9 +532,7 @@ class Reporter:
             ignored = gang.ignored
             if not ignored or gang.group is None:
                 continue
-            key = f"ignored:{gang.uid}"
-            if self.reported.get(key) != ("AnnotationIgnored", ignored):
-                self.reported[key] = ("AnnotationIgnored", ignored)
+            if self._once(f"ignored:{gang.uid}", "AnnotationIgnored", ignored):
                 log.info("%s: %s", gang.key, ignored)
                 self.emit(group_ref(gang), "AnnotationIgnored", ignored, "Warning")
 
@@ -552,10 +549,16 @@ class Reporter:
             )
             self.emit(b.involved, BYPASS_REASON, b.message, "Warning")
 
+    def _once(self, key: str, reason: str, message: str) -> bool:
+        """Whether (reason, message) is new for `key`, remembering it (`prune` forgets keys
+        prefixed `orphan:` with their pod, others with their PodGroup)."""
+        if self.reported.get(key) == (reason, message):
+            return False
+        self.reported[key] = (reason, message)
+        return True
+
     def _tell_pod(self, pod: PodRec, reason: str, message: str, kind: str) -> None:
-        key = f"orphan:{pod.uid}"
-        if self.reported.get(key) != (reason, message):
-            self.reported[key] = (reason, message)
+        if self._once(f"orphan:{pod.uid}", reason, message):
             log.info("pod %s: %s: %s", pod.key, reason, message)
             self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, kind)
 

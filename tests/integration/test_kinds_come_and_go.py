@@ -28,6 +28,7 @@ from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_automatic_gangs import CYCLES, get_group
 from tests.integration.test_tenancy import _cycles
 from tests.integration.waiting import wait_for
+from tests.integration.workload_controllers import create_workload
 
 pytestmark = pytest.mark.integration
 CRD_NAME = "rayjobs.ray.io"
@@ -82,19 +83,7 @@ def _apply(ext: Any) -> None:
 def _rayjob_with_a_pod(cluster: Cluster, custom: Any, ns: str, name: str) -> None:
     """A RayJob (of one pod: a head, no worker groups) and its pod, as KubeRay would make it."""
     body = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": {}}
-
-    def create() -> dict[str, Any] | None:
-        try:
-            made: dict[str, Any] = custom.create_namespaced_custom_object(
-                "ray.io", "v1", ns, "rayjobs", body
-            )
-        except ApiException as exc:
-            if exc.status in (404, 503):  # not served yet: the CRD just applied
-                return None
-            raise
-        return made
-
-    made = wait_for(create, timeout=30, what=f"RayJob {name} created (the kind served)")
+    made = create_workload(custom, ("ray.io", "v1", "rayjobs"), ns, body)
     pod = gang_pod(f"{name}-head", None, 1)
     pod["metadata"]["ownerReferences"] = [
         {

@@ -193,21 +193,22 @@ def pytorchjob(
 ) -> dict[str, Any]:
     """A PyTorchJob of a master and `workers` workers of `gpus` GPUs, no schedulerName (the
     admission policy of a labelled namespace sets it); `finalizers` on its pods."""
-    replica = {
-        "restartPolicy": restart_policy,
-        "template": pod_template(gpus, scheduler=None),
-    }
-    replica["template"]["spec"]["containers"][0]["name"] = "pytorch"
-    if finalizers:
-        replica["template"]["metadata"]["finalizers"] = finalizers
+
+    def replica(count: int) -> dict[str, Any]:
+        template = pod_template(gpus, scheduler=None)
+        template["spec"]["containers"][0]["name"] = "pytorch"
+        if finalizers:
+            template["metadata"]["finalizers"] = list(finalizers)
+        return {"replicas": count, "restartPolicy": restart_policy, "template": template}
+
     return {
         "apiVersion": f"{PYTORCHJOB_API[0]}/{PYTORCHJOB_API[1]}",
         "kind": "PyTorchJob",
         "metadata": {"name": name, "annotations": annotations or {}},
         "spec": {
             "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, **replica},
-                "Worker": {"replicas": workers, **replica},
+                "Master": replica(1),
+                "Worker": replica(workers),
             }
         },
     }
@@ -264,10 +265,11 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
 def create_workload(
     custom: Any, api: tuple[str, str, str], namespace: str, body: dict[str, Any]
 ) -> dict[str, Any]:
-    """Create a JobSet or LWS, waiting (60 s at most) while the API server answers 503 "kind
-    ... not found. There can be a delay between when CustomResourceDefinitions are created and
-    when they are available" — its own words for a CRD its admission chain has not caught up
-    with yet (seen with the admission policies matching these kinds right after they appear)."""
+    """Create an object of a custom kind, waiting (60 s at most) while the API server answers
+    503 "kind ... not found. There can be a delay between when CustomResourceDefinitions are
+    created and when they are available" — its own words for a CRD its admission chain has not
+    caught up with yet (seen with the admission policies matching these kinds right after they
+    appear) — or 404 (a CRD just applied, not served yet)."""
     from kubernetes.client.exceptions import ApiException
 
     from tests.integration.waiting import wait_for
@@ -280,10 +282,10 @@ def create_workload(
                 custom.create_namespaced_custom_object(api[0], api[1], namespace, api[2], body)
             )
         except ApiException as exc:
-            if exc.status == 503 and "There can be a delay" in str(exc.body):
+            if exc.status == 404 or (exc.status == 503 and "There can be a delay" in str(exc.body)):
                 return False
             raise
         return True
 
-    wait_for(attempt, timeout=60, what=f"the API server to serve {api[2]} (503 until then)")
+    wait_for(attempt, timeout=60, what=f"the API server to serve {api[2]} (404 or 503 until then)")
     return made

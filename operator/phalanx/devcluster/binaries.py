@@ -33,6 +33,7 @@ from pathlib import Path
 
 from phalanx.devcluster import versions
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.self_certified import TRAINER, TRAINING_OPERATOR, SelfCertified
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 Log = Callable[[str], None]
@@ -419,9 +420,15 @@ class WorkloadController:
     """The main package inside the module."""
     crds: str = "config/**/crd/bases/*.yaml"
     """Where its CRD manifests are in the module (a glob)."""
-    admission: bool = True
-    """Whether its webhooks are registered with the API server (the Kubeflow ones' cannot be:
-    `self_certified.py`); without, it is started by its flags instead of a Configuration file."""
+    self_certified: SelfCertified | None = None
+    """What its own certificate rotator waits for (the Kubeflow ones: `self_certified.py`),
+    which also starts it by its flags; None: started by a Configuration file, its webhooks
+    registered with the API server."""
+
+    @property
+    def admission(self) -> bool:
+        """Whether its webhooks are registered with the API server."""
+        return self.self_certified is None
 
     @property
     def binary(self) -> str:
@@ -439,7 +446,7 @@ WORKLOAD_CONTROLLERS = (
         versions.TRAINER,
         "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
         crds="manifests/base/crds/trainer.kubeflow.org_*.yaml",
-        admission=False,
+        self_certified=TRAINER,
     ),
     WorkloadController(
         "training-operator",
@@ -447,7 +454,7 @@ WORKLOAD_CONTROLLERS = (
         versions.TRAINING_OPERATOR,
         "github.com/kubeflow/training-operator/cmd/training-operator.v1",
         crds="manifests/base/crds/kubeflow.org_*.yaml",
-        admission=False,
+        self_certified=TRAINING_OPERATOR,
     ),
 )
 

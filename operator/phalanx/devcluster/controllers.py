@@ -58,7 +58,6 @@ from phalanx.devcluster.binaries import (
     require_go,
 )
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.devcluster.self_certified import BY_CONTROLLER
 from phalanx.devcluster.self_certified import environment as self_certified_environment
 
 Log = Callable[[str], None]
@@ -368,11 +367,11 @@ class WorkloadControllers:
     def _prepare(self, dynamic: Any, c: WorkloadController, cert: Certificate) -> list[Any]:
         """What a controller without registered webhooks needs first (the Trainer's rotator:
         `self_certified.py`): the webhook configurations made for it, deleted again by `stop`."""
-        if c.admission:
+        rotator = c.self_certified
+        if rotator is None:
             return []
         from kubernetes import client
 
-        rotator = BY_CONTROLLER[c.name]
         rotator.prepare(client.CoreV1Api(dynamic.client), cert.cert_pem, cert.key_pem, cert.ca_pem)
         target = rotator.rotator_target(FIELD_MANAGER)
         self._apply(dynamic, target)
@@ -476,7 +475,8 @@ class WorkloadControllers:
         log_path = self.workdir / f"{c.name}.log"
         env = dict(os.environ)
         env["KUBECONFIG"] = str(self.kubeconfig)
-        if c.admission:
+        rotator = c.self_certified
+        if rotator is None:
             config_file = self.workdir / f"{c.name}-config.yaml"
             config_file.write_text(yaml.safe_dump(_config(c, webhook_port, cert_dir)))
             cmd = [
@@ -488,7 +488,6 @@ class WorkloadControllers:
                 "--leader-elect=false",
             ]
         else:
-            rotator = BY_CONTROLLER[c.name]
             cmd = [str(binary), *rotator.arguments(self.kubeconfig, health_port, webhook_port)]
             env = self_certified_environment(env)
         with log_path.open("ab") as out:

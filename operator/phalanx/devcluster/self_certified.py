@@ -127,8 +127,6 @@ TRAINING_OPERATOR = SelfCertified(
     # watch, and their CRDs are applied all the same (the module's set, as upstream installs).
     flags=("--enable-scheme=pytorchjob", "--enable-scheme=mpijob"),
 )
-BY_CONTROLLER = {"trainer": TRAINER, "training-operator": TRAINING_OPERATOR}
-"""Keyed by `binaries.WorkloadController.name` (those with `admission` False)."""
 
 
 def environment(env: dict[str, str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from phalanx.devcluster.controllers import (
     webhook_configurations,
 )
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.devcluster.self_certified import BY_CONTROLLER, TRAINER, TRAINING_OPERATOR
+from phalanx.devcluster.self_certified import TRAINER, TRAINING_OPERATOR
 
 MANIFESTS = """\
 apiVersion: admissionregistration.k8s.io/v1
@@ -134,11 +134,10 @@ def test_the_trainer_starts_by_its_flags_on_loopback_with_a_webhook_target_match
     matched TrainJobs would send them to a server whose certificate the API server cannot
     verify (`devcluster/self_certified.py`)."""
     trainer = next(c for c in WORKLOAD_CONTROLLERS if c.name == "trainer")
-    assert not trainer.admission
+    assert not trainer.admission and trainer.self_certified is TRAINER
     assert [c.name for c in WORKLOAD_CONTROLLERS].index("jobset") < list(
         WORKLOAD_CONTROLLERS
     ).index(trainer), "the JobSet CRD first"
-    assert BY_CONTROLLER["trainer"] is TRAINER
     args = TRAINER.arguments(Path("/k/config"), 41000, 41001)
     assert "--health-probe-bind-address=127.0.0.1:41000" in args
     assert "--webhook-server-port=41001" in args
@@ -154,7 +153,7 @@ def test_the_training_operator_starts_like_the_trainer_with_only_the_kinds_phala
     """Its rotator waits in its own namespace for its own Secret and webhook configuration
     (`pkg/cert` of v1.8.1); only PyTorchJob and MPIJob are watched."""
     operator = next(c for c in WORKLOAD_CONTROLLERS if c.name == "training-operator")
-    assert not operator.admission and BY_CONTROLLER[operator.name] is TRAINING_OPERATOR
+    assert not operator.admission and operator.self_certified is TRAINING_OPERATOR
     assert (TRAINING_OPERATOR.namespace, TRAINING_OPERATOR.secret) == (
         "kubeflow",
         "training-operator-webhook-cert",

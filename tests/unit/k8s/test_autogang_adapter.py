@@ -97,14 +97,16 @@ def run(
     jobs: list[dict[str, Any]],
     api: FakeApi | None = None,
     others: Sequence[dict[str, Any]] = (),
+    cycles: int = 1,
 ) -> FakeApi:
     api = api or FakeApi()
     config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
     sched = Scheduler(config, api, Source(pods, groups, jobs, others), clock=lambda: 1000.0)
 
     async def go() -> None:
-        await sched.cycle()
-        await sched.settle()
+        for _ in range(cycles):
+            await sched.cycle()
+            await sched.settle()
 
     asyncio.run(go())
     return api
@@ -343,16 +345,6 @@ def test_spec_annotations_on_a_known_kinds_pods_are_said_not_read_once() -> None
     for p in pods:
         p["metadata"]["annotations"] = {"phalanx.dev/time-limit-seconds": "15"}
     group = managed(3, PYTORCHJOB_REF, phase="Running", scheduledAt="1970-01-01T00:16:00Z")
-    api = FakeApi()
-    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
-    source = Source(pods, [group], [], others=[_pytorchjob()])
-    sched = Scheduler(config, api, source, clock=lambda: 1000.0)
-
-    async def go() -> None:
-        for _ in range(2):
-            await sched.cycle()
-            await sched.settle()
-
-    asyncio.run(go())
+    api = run(pods, [group], [], others=[_pytorchjob()], cycles=2)
     said = [c for c in api.calls if c == ("event", "AnnotationIgnored")]
     assert len(said) == 1, api.calls

@@ -1,9 +1,13 @@
 """A watched workload kind whose CRD is deleted while the operator runs, and applied again: the
 operator keeps running and watches the kind again (`k8s/kopf_vanished.py`, `k8s/kopf_rescan.py`).
 
-The kind is `rayjobs.ray.io`, from a minimal CRD of that name (KubeRay is not in the test bed,
-and its pods need no controller here: the test makes a RayJob and one pod it owns, as KubeRay
-would). Walked on the dev cluster before the fix: `kubectl delete crd mpijobs.kubeflow.org`
+The kind is `rayjobs.ray.io`, KubeRay's own CRD (the test bed runs KubeRay: the fixture
+`workload_controllers`); the test's RayJobs name `kueue.x-k8s.io/multikueue` as their manager,
+so KubeRay leaves them alone as a MultiKueue worker cluster's would, and each has one pod the
+test makes, as KubeRay would. The CRD is applied again and KubeRay seen reconciling RayJobs
+before the test ends, whatever happened in it, for the tests that run RayJobs after it.
+
+Walked on the dev cluster before the fix: `kubectl delete crd mpijobs.kubeflow.org`
 while the operator ran ended it 2 s later — kopf's watch of the kind reconnected into a 404
 while the API server's discovery still listed the kind, so kopf's own rescans (three within
 0.7 s) had not stopped that watch. That race is the API server's to decide and this test cannot
@@ -15,6 +19,8 @@ deletion, and watched again once applied again.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +28,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from phalanx.devcluster.controllers import WorkloadControllers
 from tests.integration.conftest import Cluster
 from tests.integration.objects import gang_pod
 from tests.integration.operator_fixture import OperatorProcess
@@ -32,57 +39,71 @@ from tests.integration.workload_controllers import create_workload
 
 pytestmark = pytest.mark.integration
 CRD_NAME = "rayjobs.ray.io"
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": CRD_NAME},
-    "spec": {
-        "group": "ray.io",
-        "scope": "Namespaced",
-        "names": {"plural": "rayjobs", "singular": "rayjob", "kind": "RayJob"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+OTHER_MANAGER = "kueue.x-k8s.io/multikueue"
+
+
+def _established(ext: Any) -> bool:
+    try:
+        crd = ext.read_custom_resource_definition(CRD_NAME)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
 
 
 @pytest.fixture
-def extensions(cluster: Cluster) -> Iterator[Any]:
+def crd(
+    cluster: Cluster, custom: Any, namespace: str, workload_controllers: WorkloadControllers
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The API and KubeRay's RayJob CRD as applied (what the test deletes and applies again);
+    afterwards it is there again, served, and KubeRay reconciles RayJobs again (a RayJob without
+    a cluster spec is marked `ValidationFailed` by it: its watch came back after the
+    deletion)."""
     ext = client.ApiextensionsV1Api(cluster.api_client)
-    yield ext
-    try:
-        ext.delete_custom_resource_definition(CRD_NAME)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-
-
-def _apply(ext: Any) -> None:
-    ext.create_custom_resource_definition(CRD)
+    raw = json.loads(ext.read_custom_resource_definition(CRD_NAME, _preload_content=False).data)
+    body = {
+        "apiVersion": raw["apiVersion"],
+        "kind": raw["kind"],
+        "metadata": {"name": CRD_NAME, "labels": raw["metadata"].get("labels") or {}},
+        "spec": raw["spec"],
+    }
+    yield ext, body
+    if not _established(ext):
+        with contextlib.suppress(ApiException):
+            ext.create_custom_resource_definition(body)
+        wait_for(lambda: _established(ext), timeout=30, what=f"the CRD {CRD_NAME} back")
+    probe = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "probe"}, "spec": {}}
+    create_workload(custom, ("ray.io", "v1", "rayjobs"), namespace, probe)
     wait_for(
-        lambda: any(
-            c.type == "Established" and c.status == "True"
-            for c in ext.read_custom_resource_definition(CRD_NAME).status.conditions or []
+        lambda: (
+            custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "probe")
+            .get("status", {})
+            .get("jobDeploymentStatus")
+            == "ValidationFailed"
         ),
-        timeout=30,
-        what=f"the CRD {CRD_NAME} Established",
+        timeout=120,
+        what="KubeRay reconciling RayJobs again (probe ValidationFailed)",
     )
+    custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "probe")
+
+
+def _apply(ext: Any, body: dict[str, Any]) -> None:
+    """Create the CRD unless it is there (at the start, KubeRay's)."""
+    if not _established(ext):
+        ext.create_custom_resource_definition(body)
+    wait_for(lambda: _established(ext), timeout=30, what=f"the CRD {CRD_NAME} Established")
 
 
 def _rayjob_with_a_pod(cluster: Cluster, custom: Any, ns: str, name: str) -> None:
-    """A RayJob (of one pod: a head, no worker groups) and its pod, as KubeRay would make it."""
-    body = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": {}}
+    """A RayJob (of one pod: a head, no worker groups) and its pod, as KubeRay would make it;
+    another manager named, so KubeRay leaves it alone."""
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name},
+        "spec": {"managedBy": OTHER_MANAGER},
+    }
     made = create_workload(custom, ("ray.io", "v1", "rayjobs"), ns, body)
     pod = gang_pod(f"{name}-head", None, 1)
     pod["metadata"]["ownerReferences"] = [
@@ -97,10 +118,12 @@ def _rayjob_with_a_pod(cluster: Cluster, custom: Any, ns: str, name: str) -> Non
     cluster.core.create_namespaced_pod(ns, pod)
 
 
-def _applied_and_ganged(cluster: Cluster, custom: Any, ext: Any, ns: str, name: str) -> None:
+def _applied_and_ganged(
+    cluster: Cluster, custom: Any, crd: tuple[Any, dict[str, Any]], ns: str, name: str
+) -> None:
     """The CRD applied, a RayJob and its pod made: its managed PodGroup is made, which needs the
     operator to read the RayJob (RayJobs watched)."""
-    _apply(ext)
+    _apply(*crd)
     _rayjob_with_a_pod(cluster, custom, ns, name)
     wait_for(
         lambda: get_group(custom, ns, f"rayjob-{name}"),
@@ -114,12 +137,12 @@ def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor
     custom: Any,
     namespace: str,
     operator: OperatorProcess,
-    extensions: Any,
+    crd: tuple[Any, dict[str, Any]],
 ) -> None:
     """The kind applied while the operator runs is watched (a RayJob's pod gets its managed
     PodGroup, which needs the RayJob read); its CRD deleted, the operator still runs
     `CYCLES` cycles later; applied again, a new RayJob's pod is ganged again."""
-    _applied_and_ganged(cluster, custom, extensions, namespace, "first")
+    _applied_and_ganged(cluster, custom, crd, namespace, "first")
     # No RayJob left when the CRD goes (as after uninstalling KubeRay), as in the walk.
     custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "first")
     wait_for(
@@ -130,12 +153,12 @@ def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor
         what="RayJob first deleted",
     )
     offset = operator.log_size()
-    extensions.delete_custom_resource_definition(CRD_NAME)
+    ext = crd[0]
+    ext.delete_custom_resource_definition(CRD_NAME)
     wait_for(
         lambda: (
             not any(
-                c.metadata.name == CRD_NAME
-                for c in extensions.list_custom_resource_definition().items
+                c.metadata.name == CRD_NAME for c in ext.list_custom_resource_definition().items
             )
         ),
         timeout=30,
@@ -148,5 +171,5 @@ def test_a_watched_kind_deleted_and_applied_again_neither_stops_the_operator_nor
         what=f"{CYCLES} more operator cycles after the CRD was deleted (or the operator's exit)",
     )
     assert not operator.exited(), f"the operator stopped:\n{operator.log_since(offset)[-3000:]}"
-    _applied_and_ganged(cluster, custom, extensions, namespace, "second")
+    _applied_and_ganged(cluster, custom, crd, namespace, "second")
     assert not operator.exited()

@@ -1,5 +1,5 @@
-"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer and Training Operator controllers for the
-tests that ask for them.
+"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer, Training Operator and KubeRay controllers
+for the tests that ask for them.
 
 Started once per session, on the session's cluster, the first time a test names the fixture
 `workload_controllers` (the build, a few minutes when their binaries are not cached yet, happens
@@ -46,6 +46,10 @@ LWS_API = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 PYTORCHJOB_API = ("kubeflow.org", "v1", "pytorchjobs")
 MPIJOB_API = ("kubeflow.org", "v1", "mpijobs")
+RAYJOB_API = ("ray.io", "v1", "rayjobs")
+RAYCLUSTER_API = ("ray.io", "v1", "rayclusters")
+RAY_NODES = "ray.io/is-ray-node=yes"
+"""The label KubeRay puts on every pod of a cluster (head and workers), not on a submitter."""
 RUNTIME_API = ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
 TRAINING_RUNTIME = "phalanx-kwok-torch"
 """The ClusterTrainingRuntime of the tests' TrainJobs (`training_runtime`)."""
@@ -235,10 +239,59 @@ def mpijob(
     }
 
 
+def rayjob(
+    name: str,
+    *,
+    workers: int,
+    gpus: int,
+    shutdown_after_job_finishes: bool,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A RayJob (KubeRay's default `K8sJobMode`: a submitter Job once the cluster is ready) of a
+    head and `workers` workers of `gpus` GPUs each, no schedulerName (the admission policy of a
+    labelled namespace sets it)."""
+
+    def group(container_name: str) -> dict[str, Any]:
+        template = pod_template(gpus, scheduler=None)
+        template["spec"]["containers"][0]["name"] = container_name
+        return {"rayStartParams": {}, "template": template}
+
+    return {
+        "apiVersion": f"{RAYJOB_API[0]}/{RAYJOB_API[1]}",
+        "kind": "RayJob",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "entrypoint": "python -c 'print(1)'",
+            "shutdownAfterJobFinishes": shutdown_after_job_finishes,
+            "rayClusterSpec": {
+                "headGroupSpec": group("ray-head"),
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": workers,
+                        "minReplicas": workers,
+                        "maxReplicas": workers,
+                        **group("ray-worker"),
+                    }
+                ],
+            },
+        },
+    }
+
+
 def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
-    """Delete every TrainJob, PyTorchJob, MPIJob, JobSet and LWS of the namespace and wait their
-    pods out (their controllers would recreate what the namespace fixture deletes)."""
-    apis = (TRAINJOB_API, PYTORCHJOB_API, MPIJOB_API, JOBSET_API, LWS_API)
+    """Delete every TrainJob, PyTorchJob, MPIJob, RayJob, RayCluster, JobSet and LWS of the
+    namespace and wait their pods out (their controllers would recreate what the namespace
+    fixture deletes)."""
+    apis = (
+        TRAINJOB_API,
+        PYTORCHJOB_API,
+        MPIJOB_API,
+        RAYJOB_API,
+        RAYCLUSTER_API,
+        JOBSET_API,
+        LWS_API,
+    )
     for group, version, plural in apis:
         custom.delete_collection_namespaced_custom_object(
             group, version, namespace, plural, propagation_policy="Background"
@@ -251,8 +304,8 @@ def delete_workloads(cluster: Cluster, custom: Any, namespace: str) -> None:
             )
         ),
         timeout=60,
-        what=f"the TrainJobs, PyTorchJobs, MPIJobs, JobSets and LeaderWorkerSets of {namespace} "
-        "to be deleted",
+        what=f"the TrainJobs, PyTorchJobs, MPIJobs, RayJobs, RayClusters, JobSets and "
+        f"LeaderWorkerSets of {namespace} to be deleted",
     )
     cluster.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     wait_for(

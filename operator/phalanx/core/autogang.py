@@ -102,6 +102,9 @@ class Workload:
     started: float | None = None
     """`status.startTime` (seconds since the epoch), where its kind has one: how long its run
     has been active when a time limit ends it by its own deadline (`k8s/job_deadline.py`)."""
+    suspend_refused: str = ""
+    """Why suspending it would not requeue its run ("" when it would): its gang is then evicted
+    pod by pod (`k8s/job_suspension.py`)."""
 
     @property
     def title(self) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from phalanx.devcluster import versions
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.flags_only import KUBERAY, FlagsOnly
 from phalanx.devcluster.self_certified import TRAINER, TRAINING_OPERATOR, SelfCertified
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -420,15 +421,16 @@ class WorkloadController:
     """The main package inside the module."""
     crds: str = "config/**/crd/bases/*.yaml"
     """Where its CRD manifests are in the module (a glob)."""
-    self_certified: SelfCertified | None = None
-    """What its own certificate rotator waits for (the Kubeflow ones: `self_certified.py`),
-    which also starts it by its flags; None: started by a Configuration file, its webhooks
-    registered with the API server."""
+    started_by: SelfCertified | FlagsOnly | None = None
+    """How it starts when not by a kubebuilder Configuration file with its webhooks registered
+    with the API server (None): by its flags, after what its own certificate rotator waits for
+    (the Kubeflow ones: `self_certified.py`), or by its flags alone, serving no webhooks
+    (KubeRay: `flags_only.py`)."""
 
     @property
     def admission(self) -> bool:
         """Whether its webhooks are registered with the API server."""
-        return self.self_certified is None
+        return self.started_by is None
 
     @property
     def binary(self) -> str:
@@ -446,7 +448,7 @@ WORKLOAD_CONTROLLERS = (
         versions.TRAINER,
         "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",
         crds="manifests/base/crds/trainer.kubeflow.org_*.yaml",
-        self_certified=TRAINER,
+        started_by=TRAINER,
     ),
     WorkloadController(
         "training-operator",
@@ -454,18 +456,26 @@ WORKLOAD_CONTROLLERS = (
         versions.TRAINING_OPERATOR,
         "github.com/kubeflow/training-operator/cmd/training-operator.v1",
         crds="manifests/base/crds/kubeflow.org_*.yaml",
-        self_certified=TRAINING_OPERATOR,
+        started_by=TRAINING_OPERATOR,
+    ),
+    WorkloadController(
+        "kuberay",
+        "github.com/ray-project/kuberay/ray-operator",
+        versions.KUBERAY,
+        "github.com/ray-project/kuberay/ray-operator",
+        crds="config/crd/bases/ray.io_*.yaml",
+        started_by=KUBERAY,
     ),
 )
 
 
 def ensure_workload_controllers(log: Log = _stderr) -> dict[str, Path]:
-    """Build the JobSet, LWS, Trainer and Training Operator controllers when missing; their
-    paths by name.
+    """Build the JobSet, LWS, Trainer, Training Operator and KubeRay controllers when missing;
+    their paths by name.
 
     A cold build of each took a little over 2 minutes on this project's 2 cores with the
     control plane's Go caches warm (JobSet 141 s, LWS 121 s; with theirs warm the Trainer 70 s,
-    the Training Operator 93 s);
+    the Training Operator 93 s, KubeRay 78 s);
     progress is reported as for the control plane.
     """
     root = cache_root()

@@ -1,5 +1,5 @@
-"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer and Kubeflow Training Operator controllers,
-run as local processes against a dev cluster.
+"""The real JobSet, LeaderWorkerSet, Kubeflow Trainer, Kubeflow Training Operator and KubeRay
+controllers, run as local processes against a dev cluster.
 
 Automatic gangs (issue 18) are tested against the controllers people run, not stand-ins. Each is
 built from their Go modules (`binaries.ensure_workload_controllers`, pinned in `versions.py`);
@@ -25,7 +25,8 @@ stops the processes. The CRDs stay: deleting them would delete every object of t
 
 The Kubeflow controllers' webhooks are not registered (they manage their own certificates, for a
 Service name the API server cannot reach here): what they need to start is in
-`self_certified.py`.
+`self_certified.py`. KubeRay serves no webhooks unless told to and starts by its flags
+(`flags_only.py`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from phalanx.devcluster.binaries import (
     require_go,
 )
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.self_certified import SelfCertified
 from phalanx.devcluster.self_certified import environment as self_certified_environment
 
 Log = Callable[[str], None]
@@ -343,8 +345,8 @@ PROBES: dict[str, Callable[[Any, str], bool]] = {
 
 
 class WorkloadControllers:
-    """The JobSet, LWS, Trainer and Training Operator controllers against the cluster behind
-    `kubeconfig`."""
+    """The JobSet, LWS, Trainer, Training Operator and KubeRay controllers against the cluster
+    behind `kubeconfig`."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, log: Log = _stderr) -> None:
         self.kubeconfig, self.workdir, self.log = kubeconfig, workdir, log
@@ -367,8 +369,8 @@ class WorkloadControllers:
     def _prepare(self, dynamic: Any, c: WorkloadController, cert: Certificate) -> list[Any]:
         """What a controller without registered webhooks needs first (the Trainer's rotator:
         `self_certified.py`): the webhook configurations made for it, deleted again by `stop`."""
-        rotator = c.self_certified
-        if rotator is None:
+        rotator = c.started_by
+        if not isinstance(rotator, SelfCertified):
             return []
         from kubernetes import client
 
@@ -475,8 +477,8 @@ class WorkloadControllers:
         log_path = self.workdir / f"{c.name}.log"
         env = dict(os.environ)
         env["KUBECONFIG"] = str(self.kubeconfig)
-        rotator = c.self_certified
-        if rotator is None:
+        started_by = c.started_by
+        if started_by is None:
             config_file = self.workdir / f"{c.name}-config.yaml"
             config_file.write_text(yaml.safe_dump(_config(c, webhook_port, cert_dir)))
             cmd = [
@@ -488,8 +490,9 @@ class WorkloadControllers:
                 "--leader-elect=false",
             ]
         else:
-            cmd = [str(binary), *rotator.arguments(self.kubeconfig, health_port, webhook_port)]
-            env = self_certified_environment(env)
+            cmd = [str(binary), *started_by.arguments(self.kubeconfig, health_port, webhook_port)]
+            if isinstance(started_by, SelfCertified):
+                env = self_certified_environment(env)
         with log_path.open("ab") as out:
             out.write(f"$ {' '.join(cmd)}\n".encode())
             out.flush()

@@ -38,6 +38,12 @@ TRAINING_OPERATOR = "v1.8.1"
 """github.com/kubeflow/training-operator: the Kubeflow Training Operator v1 (PyTorchJob, MPIJob),
 the one version the Go module proxy lists (`go list -m -versions`), with its MPIJob v1."""
 
+KUBERAY = "v1.5.0"
+"""github.com/ray-project/kuberay/ray-operator: the KubeRay operator (RayCluster, RayJob). v1.5 is
+the release whose RayJob does not make a provisioned cluster's head again (the RayJob controller
+is left to fail it) and has `spec.activeDeadlineSeconds` and `spec.suspend`, which Phalanx uses
+(`k8s/job_deadline.py`, `k8s/job_suspension.py`); it builds with no replace directives."""
+
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:
     """Return the staging-module version matching a Kubernetes release (v1.36.3 -> v0.36.3)."""
@@ -48,7 +54,7 @@ def staging_version(kubernetes: str = KUBERNETES) -> str:
 def cache_key() -> str:
     """Name of the cache folder for this exact set of pins.
 
-    The workload controllers (JOBSET, LWS, TRAINER, TRAINING_OPERATOR) are not in it: their
+    The workload controllers (JOBSET, LWS, TRAINER, TRAINING_OPERATOR, KUBERAY) are not in it: their
     binaries carry their version in their names (`binaries.WorkloadController.binary`), so a new
     controller pin builds one new binary beside the others instead of a whole new control
     plane."""

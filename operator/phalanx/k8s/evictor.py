@@ -7,9 +7,9 @@ restarted after a crash — reads it and neither counts the gang as running nor 
 if its members are still bound long after, the lifecycle has the eviction issued again. Members
 go through the Eviction API with a grace period, concurrently, bounded by `bind_concurrency`
 slots (one after another, a reclaim of a full `large` cluster held the loop for minutes). A
-Job's, JobSet's or TrainJob's gang is evicted by suspending it instead (`k8s/job_suspension.py`
-says why), and a Job's, PyTorchJob's or MPIJob's gang past its time limit ends through its
-workload's own deadline (`k8s/job_deadline.py`).
+Job's, JobSet's, TrainJob's, PyTorchJob's, MPIJob's or RayJob's gang is evicted by suspending it
+instead (`k8s/job_suspension.py` says why), and a Job's, PyTorchJob's, MPIJob's or RayJob's gang
+past its time limit ends through its workload's own deadline (`k8s/job_deadline.py`).
 """
 
 from __future__ import annotations

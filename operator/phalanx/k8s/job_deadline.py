@@ -1,6 +1,6 @@
 """A gang past its time limit ends its workload through the workload's own deadline, not by
-deleting pods — for a Job's gang (its Jobs) and a PyTorchJob's or MPIJob's (Kubeflow Training
-Operator v1).
+deleting pods alone — for a Job's gang (its Jobs), a PyTorchJob's or MPIJob's (Kubeflow Training
+Operator v1) and a RayJob's (KubeRay).
 
 A time limit is Slurm's `--time`: past it the run is over (TIMEOUT), the job is not run again.
 Deleting the pods ends a run only when their controller does not make them again:
@@ -14,16 +14,30 @@ Deleting the pods ends a run only when their controller does not make them again
   end: walked, a PyTorchJob of 3 pods with a 15 s limit was evicted and running again within
   2 s, every 15–17 s, for as long as it was watched (83 s, five runs) — each run another time
   limit of its GPUs.
+- KubeRay v1.5 does the opposite: it does not make the head of a RayJob's provisioned cluster
+  again, and the RayJob does not notice. Walked: a RayJob of a head and 2 workers with a 20 s
+  limit was evicted, its 3 pods deleted, and the RayJob stayed where it was while its gang sat
+  `Pending` "0 of 3 pods exist", first in its queue, for the minute watched — for ever, by
+  KubeRay's code: a run neither over nor running.
 
-So the workload is given what its API has for it: a Job's `spec.activeDeadlineSeconds` (mutable
-on a running Job) and a Kubeflow job's `spec.runPolicy.activeDeadlineSeconds`, lowered to how
-long it has been active (`status.startTime`, at least 1 s). Its controller then fails it at once
-(the Job `DeadlineExceeded`; the Training Operator "active longer than specified deadline") and
-deletes its pods, and the gang, whose workload reports `Failed`, is `Failed` too. Applied only
-where that ends this gang and nothing else: every member is a Job's pod (the Job controller
-running each Job) or every member is the pod of one PyTorchJob or MPIJob (no other controller
-named by `runPolicy.managedBy`), and no live pod of those workloads is outside the gang;
-otherwise (and when the patch is refused) its pods are deleted as before.
+So the workload is given what its API has for it: a Job's and a RayJob's
+`spec.activeDeadlineSeconds` (mutable on a running one) and a Kubeflow job's
+`spec.runPolicy.activeDeadlineSeconds`, lowered to how long it has been active
+(`status.startTime`, at least 1 s). Its controller then fails it at once (the Job
+`DeadlineExceeded`; the Training Operator "active longer than specified deadline"; KubeRay
+`DeadlineExceeded`, which its `backoffLimit` never retries), and the gang, whose workload reports
+`Failed`, is `Failed` too. The Job controller and the Training Operator delete the pods
+themselves. KubeRay deletes a RayJob's cluster only with `shutdownAfterJobFinishes`, and only
+after its `ttlSecondsAfterFinished`, so that cluster is suspended as well (its `spec.suspend`):
+KubeRay deletes all its pods and makes none while it stays so — the GPUs are back at the time
+limit and the cluster object is kept for whoever asked to keep it. Why not delete the pods here:
+walked, KubeRay's worker reconcile, run while the head was still terminating, made a deleted
+worker again, which then sat `Pending` for ever beside a Failed RayJob.
+
+Applied only where that ends this gang and nothing else: every member is a Job's pod (the Job
+controller running each Job), or the pod of one PyTorchJob or MPIJob, or of one RayJob's cluster
+(no other controller named by `managedBy`), and no live pod of those workloads is outside the
+gang; otherwise (and when a patch is refused) its pods are deleted as before.
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.autogang import Workload
+from phalanx.core.autogang import OwnerRef, Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.job_suspension import KUBEFLOW_V1, OWN_CONTROLLER, PLURALS, Owners
 from phalanx.k8s.records import JobRec, PodRec
@@ -58,14 +72,18 @@ class Deadline:
         """The deadline sits in `spec.runPolicy` (Kubeflow v1), not in `spec` (a Job)."""
         return self.kind in KUBEFLOW_V1
 
+    cluster: OwnerRef | None = None
+    """A RayJob's RayCluster, suspended with it: its pods go now, not after the RayJob's TTL."""
+
     @classmethod
     def job(cls, job: JobRec) -> Deadline:
         return cls("Job", "batch/v1", job.namespace, job.name, job.uid, job.started)
 
     @classmethod
-    def kubeflow(cls, w: Workload) -> Deadline:
+    def workload(cls, w: Workload, cluster: OwnerRef | None = None) -> Deadline:
+        """A PyTorchJob, MPIJob or RayJob (with its cluster)."""
         ref = w.ref
-        return cls(ref.kind, ref.api_version, w.namespace, ref.name, ref.uid, w.started)
+        return cls(ref.kind, ref.api_version, w.namespace, ref.name, ref.uid, w.started, cluster)
 
 
 def runs_to_end(
@@ -79,22 +97,21 @@ def runs_to_end(
         if any(j.state != "Active" or not j.job_controller for j in known):
             return None
         ended = [Deadline.job(j) for j in known]
+        covered = {d.uid for d in ended}
     else:
-        w = _kubeflow_job(members, owners)
-        if w is None:
+        ray = owners.rayjob_of(members)
+        w = ray.rayjob if ray is not None else owners.kubeflow_job_of(members)
+        if w is None or not _runs_itself(w):
             return None
-        ended = [Deadline.kubeflow(w)]
-    return ended if owners.alone({d.uid for d in ended}, gang_pods) else None
+        ended = [Deadline.workload(w, ray.cluster if ray is not None else None)]
+        covered = ray.owners if ray is not None else {w.ref.uid}
+    return ended if owners.alone(covered, gang_pods) else None
 
 
-def _kubeflow_job(members: list[PodRec], owners: Owners) -> Workload | None:
-    """The one active PyTorchJob or MPIJob the Training Operator runs that owns every member."""
-    w = owners.kubeflow_job_of(members)
-    if w is None:
-        return None
-    if w.state != "Active" or w.managed_by not in (None, OWN_CONTROLLER[w.ref.kind]):
-        return None
-    return w
+def _runs_itself(w: Workload) -> bool:
+    """Active and run by its own controller (a PyTorchJob's or MPIJob's Training Operator, a
+    RayJob's KubeRay), which the deadline reaches."""
+    return w.state == "Active" and w.managed_by in (None, OWN_CONTROLLER[w.ref.kind])
 
 
 def deadline_patch(target: Deadline, now: float) -> dict[str, Any]:
@@ -106,15 +123,25 @@ def deadline_patch(target: Deadline, now: float) -> dict[str, Any]:
     return {"metadata": {"uid": target.uid}, "spec": spec}
 
 
+def cluster_suspension(cluster: OwnerRef) -> dict[str, Any]:
+    """A RayJob's cluster suspended: KubeRay deletes its pods and makes none while it stays so."""
+    return {"metadata": {"uid": cluster.uid}, "spec": {"suspend": True}}
+
+
 async def end_runs(api: ClusterWrites, targets: list[Deadline], now: float) -> bool:
-    """Give each workload its deadline; False when one was refused (the caller deletes the
-    pods)."""
+    """Give each workload its deadline (and suspend a RayJob's cluster); False when one was
+    refused (the caller deletes the pods)."""
     ok = True
     for t in targets:
         try:
             await api.patch_workload(
                 t.api_version, PLURALS[t.kind], t.namespace, t.name, deadline_patch(t, now)
             )
+            if t.cluster is not None:
+                c = t.cluster
+                await api.patch_workload(
+                    c.api_version, "rayclusters", t.namespace, c.name, cluster_suspension(c)
+                )
         except ApiError as exc:
             if exc.status == 404:
                 continue  # gone: so are its pods

@@ -1,5 +1,5 @@
-"""Evicting a Job's, a JobSet's, a TrainJob's, a PyTorchJob's or an MPIJob's gang by suspending
-it, and resuming it once its pods are gone.
+"""Evicting a Job's, a JobSet's, a TrainJob's, a PyTorchJob's, an MPIJob's or a RayJob's gang by
+suspending it, and resuming it once its pods are gone.
 
 Why not evict the pods, as for any other gang: the Job controller's pod-failure back-off counts
 every pod that ended since the Job's last success — those a `podFailurePolicy` `Ignore` on
@@ -39,6 +39,15 @@ the run instead of requeueing it. Suspended, its controller deletes the pods and
 (its reconcile stops at the suspension); it is resumed only once none of its pods is left at
 all, ended ones included — resumed with a `Failed` pod still there, it would count it.
 
+A RayJob's gang (KubeRay) is the pods of the RayCluster it made: the RayJob is suspended, as
+Kueue preempts them. Why: KubeRay v1.5 does not make the head of a RayJob's provisioned cluster
+again ("skipping head creation to let RayJob controller handle the failure", its RayCluster
+controller), so a RayJob whose pods are evicted has a cluster that never comes back, and its
+Ray job is lost with the head. Suspended, KubeRay deletes the cluster and its submitter Job and
+waits `Suspended`; resumed, it makes a new cluster, whose pods are a new gang. Only a RayJob with
+`shutdownAfterJobFinishes` may be suspended — KubeRay fails any other (`ValidationFailed`) — so
+any other has its pods evicted, as before (`Workload.suspend_refused`).
+
 The mark `phalanx.dev/suspended-for` on the workload suspended (the eviction's reason) is the
 durable fact that this operator suspended it: any replica, or one restarted after a crash,
 resumes a workload that carries it once none of its pods runs, and never one a user suspended. A
@@ -57,7 +66,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.autogang import KUEUE_QUEUE_LABEL, Workload
+from phalanx.core.autogang import KUEUE_QUEUE_LABEL, OwnerRef, Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 
@@ -66,6 +75,7 @@ log = logging.getLogger("phalanx.jobs")
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 TRAINING_OPERATOR = "kubeflow.org/training-operator"
+KUBERAY = "ray.io/kuberay-operator"
 KUBEFLOW_V1 = {"PyTorchJob": "pytorchjobs", "MPIJob": "mpijobs"}
 """The Training Operator v1 kinds Phalanx gangs, by their plural: each has `spec.runPolicy`, whose
 `suspend`, `activeDeadlineSeconds` and `managedBy` (v1.9+) this operator reads or writes."""
@@ -73,15 +83,22 @@ OWN_CONTROLLER = {
     "JobSet": JOBSET_CONTROLLER,
     "TrainJob": TRAINJOB_CONTROLLER,
     **dict.fromkeys(KUBEFLOW_V1, TRAINING_OPERATOR),
+    "RayJob": KUBERAY,
 }
 """The `managedBy` of a workload its own controller runs (or unset)."""
-PLURALS = {"Job": "jobs", "JobSet": "jobsets", "TrainJob": "trainjobs", **KUBEFLOW_V1}
+PLURALS = {
+    "Job": "jobs",
+    "JobSet": "jobsets",
+    "TrainJob": "trainjobs",
+    **KUBEFLOW_V1,
+    "RayJob": "rayjobs",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Suspendable:
-    """A Job, JobSet, TrainJob, PyTorchJob or MPIJob whose suspension evicts its gang: what the
-    patch needs."""
+    """A Job, JobSet, TrainJob, PyTorchJob, MPIJob or RayJob whose suspension evicts its gang:
+    what the patch needs."""
 
     kind: str
     api_version: str
@@ -104,9 +121,23 @@ class Suspendable:
 
     @classmethod
     def workload(cls, workload: Workload) -> Suspendable:
-        """A JobSet, TrainJob, PyTorchJob or MPIJob."""
+        """A JobSet, TrainJob, PyTorchJob, MPIJob or RayJob."""
         ref = workload.ref
         return cls(ref.kind, ref.api_version, workload.namespace, ref.name, ref.uid)
+
+
+@dataclass(frozen=True, slots=True)
+class RayRun:
+    """A RayJob's run: the RayJob, the RayCluster it made and its submitter Jobs (by uid)."""
+
+    rayjob: Workload
+    cluster: OwnerRef
+    submitters: frozenset[str] = frozenset()
+
+    @property
+    def owners(self) -> set[str]:
+        """The uids its pods name as their owner."""
+        return {self.cluster.uid, *self.submitters}
 
 
 @dataclass(frozen=True)
@@ -157,6 +188,34 @@ class Owners:
             return None
         return w
 
+    def rayjob_of(self, members: Iterable[PodRec]) -> RayRun | None:
+        """The RayJob of every member — its RayCluster's pods, and its submitter Job's pod
+        (KubeRay's `K8sJobMode` makes it once the cluster is ready; a queue-labelled namespace
+        has it scheduled by Phalanx, in the RayJob's gang) — if this cycle knows them all."""
+        clusters: set[str] = set()
+        submitters: set[str] = set()
+        for p in members:
+            if p.owner is not None and p.owner[0] == "RayCluster":
+                clusters.add(p.owner[2])
+            elif p.owner is not None and p.owner[0] == "Job":
+                submitters.add(p.owner[2])
+            else:
+                return None
+        if len(clusters) != 1:
+            return None
+        (uid,) = clusters
+        cluster = self.workloads.get(uid)
+        top = cluster.owner if cluster is not None else None
+        w = self.workloads.get(top.uid) if top is not None and top.kind == "RayJob" else None
+        if cluster is None or w is None or w.ref.group != "ray.io":
+            return None
+        for job_uid in submitters:
+            job = self.jobs.get(job_uid)
+            owner = job.workload.owner if job is not None and job.workload is not None else None
+            if owner is None or owner.uid != w.ref.uid:
+                return None
+        return RayRun(w, cluster.ref, frozenset(submitters))
+
     def trainjob_of(self, jobset: str) -> str | None:
         """The uid of the TrainJob that owns the JobSet of uid `jobset`, if one does."""
         w = self.workloads.get(jobset)
@@ -170,12 +229,16 @@ NO_OWNERS = Owners({}, {}, ())
 def target_of(
     members: Iterable[PodRec], gang_pods: Iterable[PodRec], owners: Owners
 ) -> Suspendable | None:
-    """The one Job, JobSet, TrainJob, PyTorchJob or MPIJob every member belongs to, if
+    """The one Job, JobSet, TrainJob, PyTorchJob, MPIJob or RayJob every member belongs to, if
     suspending it evicts this gang and nothing else: its own controller runs it (no other
     `managedBy`), a user has not suspended it, and none of its live pods is outside the gang
     (`gang_pods`)."""
     members = list(members)
     known = owners.jobs_of(members)
+    ray = owners.rayjob_of(members)
+    if ray is not None:
+        target = _workload_target(ray.rayjob)
+        return target if target is not None and owners.alone(ray.owners, gang_pods) else None
     if known is None:
         kubeflow = owners.kubeflow_job_of(members)
         if kubeflow is None:
@@ -211,9 +274,12 @@ def _job_target(job: JobRec) -> Suspendable | None:
 
 
 def _workload_target(w: Workload) -> Suspendable | None:
-    """A JobSet, TrainJob, PyTorchJob or MPIJob: active, run by its own controller, under no
-    other that could set its `spec.suspend` back, and not suspended by a user."""
+    """A JobSet, TrainJob, PyTorchJob, MPIJob or RayJob: active, run by its own controller, under
+    no other that could set its `spec.suspend` back, not suspended by a user, and one whose
+    suspension requeues its run."""
     if w.state != "Active" or w.managed_by not in (None, OWN_CONTROLLER.get(w.ref.kind)):
+        return None
+    if w.suspend_refused:
         return None
     if not _unowned(w):
         return None
@@ -239,7 +305,8 @@ def to_resume(owners: Owners) -> list[Suspendable]:
     suspended Job's controller deletes only its active pods, and the member that failed (what
     `MemberFailed` evicted the gang for) stays `Failed` for as long as the Job keeps it. A
     PyTorchJob's or MPIJob's do: its controller deletes them all, and would count a `Failed` one
-    still there when resumed."""
+    still there when resumed. So do a RayJob's (its cluster's pods): KubeRay deletes the whole
+    cluster, and a RayJob resumed while it is still `Suspending` finishes that first."""
     marked = [Suspendable.job(j) for j in owners.jobs.values() if j.suspended_for is not None] + [
         Suspendable.workload(w)
         for w in owners.workloads.values()
@@ -252,10 +319,17 @@ def to_resume(owners: Owners) -> list[Suspendable]:
         if p.owner is not None and p.owner[0] in KUBEFLOW_V1:
             alive.add(p.owner[2])
             continue
+        if p.owner is not None and p.owner[0] == "RayCluster":
+            cluster = owners.workloads.get(p.owner[2])
+            if cluster is not None and cluster.owner is not None:
+                alive.add(cluster.owner.uid)
+            continue
         if p.owner is None or p.owner[0] != "Job" or p.terminal:
             continue
         alive.add(p.owner[2])
         job = owners.jobs.get(p.owner[2])
+        if job is not None and job.workload is not None and job.workload.owner is not None:
+            alive.add(job.workload.owner.uid)  # a RayJob's submitter
         parent = owners.jobset_of(job) if job is not None else None
         if parent is not None:
             alive.add(parent)

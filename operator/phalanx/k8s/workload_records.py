@@ -207,13 +207,34 @@ def _raycluster(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     return ray_cluster_pods(spec), "", "Unknown", bool(spec.get("suspend"))
 
 
+def rayjob_state(status: Mapping[str, Any]) -> str:
+    """What KubeRay's `jobDeploymentStatus` says of the run, not the Ray job's `jobStatus`: a
+    RayJob past its `activeDeadlineSeconds` is `Failed` with no Ray job status at all, and one
+    whose Ray job failed under its `backoffLimit` is `Retrying` (a new cluster comes), not over.
+    `Complete` is a success only when the Ray job `SUCCEEDED` (a `STOPPED` one did not)."""
+    deployment = str(status.get("jobDeploymentStatus") or "")
+    if deployment in ("Failed", "ValidationFailed"):
+        return "Failed"
+    if deployment == "Complete":
+        return "Complete" if status.get("jobStatus") == "SUCCEEDED" else "Failed"
+    return "Active"
+
+
 def _rayjob(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     spec = _map(body.get("spec"))
-    status = _map(body.get("status"))
-    state = {"SUCCEEDED": "Complete", "FAILED": "Failed"}.get(
-        str(status.get("jobStatus")), "Active"
-    )
+    state = rayjob_state(_map(body.get("status")))
     return ray_cluster_pods(_map(spec.get("rayClusterSpec"))), "", state, bool(spec.get("suspend"))
+
+
+def suspend_refused(body: Mapping[str, Any]) -> str:
+    """Why suspending this workload would not requeue its run ("" when it would): KubeRay fails a
+    RayJob suspended without `shutdownAfterJobFinishes` (`ValidationFailed`, for good), the
+    limitation Kueue documents for RayJobs too."""
+    if body.get("kind") != "RayJob" or not str(body.get("apiVersion") or "").startswith("ray.io/"):
+        return ""
+    if _map(body.get("spec")).get("shutdownAfterJobFinishes") is not True:
+        return "a RayJob without spec.shutdownAfterJobFinishes fails if suspended"
+    return ""
 
 
 KINDS: dict[tuple[str, str], Callable[[Mapping[str, Any]], tuple[int, str, str, bool]]] = {
@@ -261,6 +282,7 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         suspended=suspended,
         managed_by=_managed_by(body),
         started=parse_time(_map(body.get("status")).get("startTime")),
+        suspend_refused=suspend_refused(body),
     )
 
 

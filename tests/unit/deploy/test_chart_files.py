@@ -42,8 +42,8 @@ OPERATOR_RULES = {
     ("kubeflow.org", "pytorchjobs"): {"list", "watch", "patch"},
     ("kubeflow.org", "mpijobs"): {"list", "watch", "patch"},
     ("trainer.kubeflow.org", "trainjobs"): {"list", "watch", "patch"},
-    ("ray.io", "rayclusters"): {"list", "watch"},
-    ("ray.io", "rayjobs"): {"list", "watch"},
+    ("ray.io", "rayclusters"): {"list", "watch", "patch"},
+    ("ray.io", "rayjobs"): {"list", "watch", "patch"},
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     # Native PodGroups (Kubernetes 1.36 gang API) as input, their conditions as output.
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},

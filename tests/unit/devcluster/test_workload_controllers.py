@@ -20,6 +20,7 @@ from phalanx.devcluster.controllers import (
     webhook_configurations,
 )
 from phalanx.devcluster.errors import DevClusterError
+from phalanx.devcluster.flags_only import KUBERAY
 from phalanx.devcluster.self_certified import TRAINER, TRAINING_OPERATOR
 
 MANIFESTS = """\
@@ -123,6 +124,7 @@ def test_binaries_carry_their_pinned_versions() -> None:
         "lws": f"lws-controller-{versions.LWS}",
         "trainer": f"trainer-controller-{versions.TRAINER}",
         "training-operator": f"training-operator-controller-{versions.TRAINING_OPERATOR}",
+        "kuberay": f"kuberay-controller-{versions.KUBERAY}",
     }
     assert versions.JOBSET not in versions.cache_key()
 
@@ -134,7 +136,7 @@ def test_the_trainer_starts_by_its_flags_on_loopback_with_a_webhook_target_match
     matched TrainJobs would send them to a server whose certificate the API server cannot
     verify (`devcluster/self_certified.py`)."""
     trainer = next(c for c in WORKLOAD_CONTROLLERS if c.name == "trainer")
-    assert not trainer.admission and trainer.self_certified is TRAINER
+    assert not trainer.admission and trainer.started_by is TRAINER
     assert [c.name for c in WORKLOAD_CONTROLLERS].index("jobset") < list(
         WORKLOAD_CONTROLLERS
     ).index(trainer), "the JobSet CRD first"
@@ -153,7 +155,7 @@ def test_the_training_operator_starts_like_the_trainer_with_only_the_kinds_phala
     """Its rotator waits in its own namespace for its own Secret and webhook configuration
     (`pkg/cert` of v1.8.1); only PyTorchJob and MPIJob are watched."""
     operator = next(c for c in WORKLOAD_CONTROLLERS if c.name == "training-operator")
-    assert not operator.admission and operator.self_certified is TRAINING_OPERATOR
+    assert not operator.admission and operator.started_by is TRAINING_OPERATOR
     assert (TRAINING_OPERATOR.namespace, TRAINING_OPERATOR.secret) == (
         "kubeflow",
         "training-operator-webhook-cert",
@@ -163,3 +165,18 @@ def test_the_training_operator_starts_like_the_trainer_with_only_the_kinds_phala
     args = TRAINING_OPERATOR.arguments(Path("/k/config"), 41000, 41001)
     assert args[-2:] == ["--enable-scheme=pytorchjob", "--enable-scheme=mpijob"]
     assert "--webhook-server-port=41001" in args
+
+
+def test_kuberay_starts_by_its_own_flags_off_phalanx_ports_with_no_webhooks() -> None:
+    """KubeRay's defaults would take :8080 (Phalanx's metrics) and elect a leader; its webhook
+    server is off unless ENABLE_WEBHOOKS is set, so nothing is registered (`flags_only.py`)."""
+    kuberay = next(c for c in WORKLOAD_CONTROLLERS if c.name == "kuberay")
+    assert not kuberay.admission and kuberay.started_by is KUBERAY
+    args = KUBERAY.arguments(Path("/k/config"), 41000, 41001)
+    assert args[:4] == [
+        "--kubeconfig=/k/config",
+        "--health-probe-bind-address=127.0.0.1:41000",
+        "--metrics-addr=0",
+        "--enable-leader-election=false",
+    ]
+    assert not any("41001" in a for a in args), "no webhook server to give a port"

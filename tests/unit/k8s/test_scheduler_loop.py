@@ -79,6 +79,8 @@ class FakeApi:
             "trainjobs": "trainjob",
             "pytorchjobs": "pytorchjob",
             "mpijobs": "mpijob",
+            "rayjobs": "rayjob",
+            "rayclusters": "raycluster",
         }[plural]
         fields = spec.get("runPolicy") or spec  # a Kubeflow v1 job's sit in its run policy
         if "activeDeadlineSeconds" in fields:

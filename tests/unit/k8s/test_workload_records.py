@@ -273,3 +273,44 @@ def test_a_job_the_controller_has_decided_to_end_reads_as_ended() -> None:
         assert rec.workload is not None and rec.workload.state == state, condition
         raw["status"]["conditions"][0]["status"] = "False"
         assert job_record(raw).state == "Active"
+
+
+RAYJOB_STATES: dict[str, tuple[dict[str, Any], str]] = {
+    "running": ({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, "Active"),
+    "past its activeDeadlineSeconds: no Ray job status at all": (
+        {"jobDeploymentStatus": "Failed", "reason": "DeadlineExceeded"},
+        "Failed",
+    ),
+    "its Ray job failed, retried under its backoffLimit": (
+        {"jobDeploymentStatus": "Retrying", "jobStatus": "FAILED"},
+        "Active",
+    ),
+    "succeeded": ({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "Complete"),
+    "its Ray job stopped": ({"jobDeploymentStatus": "Complete", "jobStatus": "STOPPED"}, "Failed"),
+    "refused by KubeRay's validation": ({"jobDeploymentStatus": "ValidationFailed"}, "Failed"),
+    "suspended (by us: resumed later)": ({"jobDeploymentStatus": "Suspended"}, "Active"),
+    "new": ({}, "Active"),
+}
+
+
+@pytest.mark.parametrize("name", list(RAYJOB_STATES))
+def test_a_rayjobs_state_is_what_its_deployment_status_says(name: str) -> None:
+    """KubeRay's `jobDeploymentStatus`, not the Ray job's `jobStatus`: a RayJob failed by its
+    deadline has no Ray job status, and a failed Ray job under `backoffLimit` runs again."""
+    status, state = RAYJOB_STATES[name]
+    raw = body("ray.io/v1", "RayJob", {"rayClusterSpec": {}})
+    raw["status"] = status
+    rec = workload_record(raw)
+    assert rec is not None and rec.state == state
+
+
+def test_only_a_rayjob_that_shuts_its_cluster_down_may_be_suspended() -> None:
+    """KubeRay fails a RayJob suspended without `shutdownAfterJobFinishes` (ValidationFailed)."""
+    kept = workload_record(body("ray.io/v1", "RayJob", {"rayClusterSpec": {}}))
+    shut = workload_record(
+        body("ray.io/v1", "RayJob", {"rayClusterSpec": {}, "shutdownAfterJobFinishes": True})
+    )
+    job = workload_record(body("batch/v1", "Job", job_spec(2)))
+    assert kept is not None and "shutdownAfterJobFinishes" in kept.suspend_refused
+    assert shut is not None and shut.suspend_refused == ""
+    assert job is not None and job.suspend_refused == ""

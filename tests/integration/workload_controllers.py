@@ -239,6 +239,41 @@ def mpijob(
     }
 
 
+def ray_cluster_spec(workers: int, gpus: int) -> dict[str, Any]:
+    """A RayCluster spec of a head and `workers` workers of `gpus` GPUs each, no schedulerName
+    (the admission policy of a labelled namespace sets it)."""
+
+    def group(container_name: str) -> dict[str, Any]:
+        template = pod_template(gpus, scheduler=None)
+        template["spec"]["containers"][0]["name"] = container_name
+        return {"rayStartParams": {}, "template": template}
+
+    return {
+        "headGroupSpec": group("ray-head"),
+        "workerGroupSpecs": [
+            {
+                "groupName": "gpu",
+                "replicas": workers,
+                "minReplicas": workers,
+                "maxReplicas": workers,
+                **group("ray-worker"),
+            }
+        ],
+    }
+
+
+def raycluster(
+    name: str, *, workers: int, gpus: int, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A RayCluster of its own (`ray_cluster_spec`)."""
+    return {
+        "apiVersion": f"{RAYCLUSTER_API[0]}/{RAYCLUSTER_API[1]}",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": ray_cluster_spec(workers, gpus),
+    }
+
+
 def rayjob(
     name: str,
     *,
@@ -247,15 +282,8 @@ def rayjob(
     shutdown_after_job_finishes: bool,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A RayJob (KubeRay's default `K8sJobMode`: a submitter Job once the cluster is ready) of a
-    head and `workers` workers of `gpus` GPUs each, no schedulerName (the admission policy of a
-    labelled namespace sets it)."""
-
-    def group(container_name: str) -> dict[str, Any]:
-        template = pod_template(gpus, scheduler=None)
-        template["spec"]["containers"][0]["name"] = container_name
-        return {"rayStartParams": {}, "template": template}
-
+    """A RayJob (KubeRay's default `K8sJobMode`: a submitter Job once the cluster is ready) of
+    the cluster `ray_cluster_spec` makes."""
     return {
         "apiVersion": f"{RAYJOB_API[0]}/{RAYJOB_API[1]}",
         "kind": "RayJob",
@@ -263,18 +291,7 @@ def rayjob(
         "spec": {
             "entrypoint": "python -c 'print(1)'",
             "shutdownAfterJobFinishes": shutdown_after_job_finishes,
-            "rayClusterSpec": {
-                "headGroupSpec": group("ray-head"),
-                "workerGroupSpecs": [
-                    {
-                        "groupName": "gpu",
-                        "replicas": workers,
-                        "minReplicas": workers,
-                        "maxReplicas": workers,
-                        **group("ray-worker"),
-                    }
-                ],
-            },
+            "rayClusterSpec": ray_cluster_spec(workers, gpus),
         },
     }
 

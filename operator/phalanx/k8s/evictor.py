@@ -9,7 +9,8 @@ go through the Eviction API with a grace period, concurrently, bounded by `bind_
 slots (one after another, a reclaim of a full `large` cluster held the loop for minutes). A
 Job's, JobSet's, TrainJob's, PyTorchJob's, MPIJob's or RayJob's gang is evicted by suspending it
 instead (`k8s/job_suspension.py` says why), and a Job's, PyTorchJob's, MPIJob's or RayJob's gang
-past its time limit ends through its workload's own deadline (`k8s/job_deadline.py`).
+past its time limit ends through its workload's own deadline, a RayCluster's by its suspension
+(`k8s/job_deadline.py`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A gang past its time limit ends its workload through the workload's own deadline, not by
-deleting pods alone — for a Job's gang (its Jobs), a PyTorchJob's or MPIJob's (Kubeflow Training
-Operator v1) and a RayJob's (KubeRay).
+deleting pods — for a Job's gang (its Jobs), a PyTorchJob's or MPIJob's (Kubeflow Training
+Operator v1) and a RayJob's (KubeRay); a RayCluster's by suspending it.
 
 A time limit is Slurm's `--time`: past it the run is over (TIMEOUT), the job is not run again.
 Deleting the pods ends a run only when their controller does not make them again:
@@ -32,7 +32,10 @@ after its `ttlSecondsAfterFinished`, so that cluster is suspended as well (its `
 KubeRay deletes all its pods and makes none while it stays so — the GPUs are back at the time
 limit and the cluster object is kept for whoever asked to keep it. Why not delete the pods here:
 walked, KubeRay's worker reconcile, run while the head was still terminating, made a deleted
-worker again, which then sat `Pending` for ever beside a Failed RayJob.
+worker again, which then sat `Pending` for ever beside a Failed RayJob. A RayCluster of its own
+has no deadline and KubeRay makes its deleted pods again — walked, a 15 s limit ran four times
+in 65 s — so its suspension is what ends it: marked `TimeLimitExceeded`, it reads `Failed` to
+ganging (its gang ends) and is never resumed here.
 
 Applied only where that ends this gang and nothing else: every member is a Job's pod (the Job
 controller running each Job), or the pod of one PyTorchJob or MPIJob, or of one RayJob's cluster
@@ -51,14 +54,16 @@ from typing import Any
 from phalanx.core.autogang import OwnerRef, Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.job_suspension import KUBEFLOW_V1, OWN_CONTROLLER, PLURALS, Owners
-from phalanx.k8s.records import JobRec, PodRec
+from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
+from phalanx.k8s.workload_records import TIME_LIMIT_MARK
 
 log = logging.getLogger("phalanx.jobs")
 
 
 @dataclass(frozen=True, slots=True)
 class Deadline:
-    """A workload whose own deadline ends the gang's run: what the patch needs."""
+    """A workload whose own deadline ends the gang's run, or a RayCluster of its own that its
+    suspension ends (it has no deadline): what the patches need."""
 
     kind: str
     api_version: str
@@ -66,14 +71,14 @@ class Deadline:
     name: str
     uid: str
     started: float | None
+    cluster: OwnerRef | None = None
+    """A RayCluster to suspend (marked `TimeLimitExceeded`): a RayJob's, whose pods then go now
+    rather than after the RayJob's TTL, or the one ended (`kind` RayCluster)."""
 
     @property
     def run_policy(self) -> bool:
         """The deadline sits in `spec.runPolicy` (Kubeflow v1), not in `spec` (a Job)."""
         return self.kind in KUBEFLOW_V1
-
-    cluster: OwnerRef | None = None
-    """A RayJob's RayCluster, suspended with it: its pods go now, not after the RayJob's TTL."""
 
     @classmethod
     def job(cls, job: JobRec) -> Deadline:
@@ -81,9 +86,22 @@ class Deadline:
 
     @classmethod
     def workload(cls, w: Workload, cluster: OwnerRef | None = None) -> Deadline:
-        """A PyTorchJob, MPIJob or RayJob (with its cluster)."""
+        """A PyTorchJob, MPIJob or RayJob (with its cluster), or a RayCluster of its own."""
         ref = w.ref
+        if ref.kind == "RayCluster":
+            cluster = ref
         return cls(ref.kind, ref.api_version, w.namespace, ref.name, ref.uid, w.started, cluster)
+
+    def patches(self, now: float) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """(apiVersion, plural, name, merge patch), in order: the deadline, then the cluster's
+        suspension."""
+        out = []
+        if self.kind != "RayCluster":
+            out.append((self.api_version, PLURALS[self.kind], self.name, deadline_patch(self, now)))
+        if self.cluster is not None:
+            c = self.cluster
+            out.append((c.api_version, "rayclusters", c.name, cluster_suspension(c)))
+        return out
 
 
 def runs_to_end(
@@ -98,20 +116,28 @@ def runs_to_end(
             return None
         ended = [Deadline.job(j) for j in known]
         covered = {d.uid for d in ended}
-    else:
-        ray = owners.rayjob_of(members)
-        w = ray.rayjob if ray is not None else owners.kubeflow_job_of(members)
-        if w is None or not _runs_itself(w):
+    elif (ray := owners.ray_run_of(members)) is not None:
+        w = ray.rayjob or ray.cluster
+        if not _runs_itself(w):
             return None
-        ended = [Deadline.workload(w, ray.cluster if ray is not None else None)]
-        covered = ray.owners if ray is not None else {w.ref.uid}
+        ended = [Deadline.workload(w, ray.cluster.ref)]
+        covered = ray.owners
+    else:
+        kubeflow = owners.kubeflow_job_of(members)
+        if kubeflow is None or not _runs_itself(kubeflow):
+            return None
+        ended = [Deadline.workload(kubeflow)]
+        covered = {kubeflow.ref.uid}
     return ended if owners.alone(covered, gang_pods) else None
 
 
 def _runs_itself(w: Workload) -> bool:
-    """Active and run by its own controller (a PyTorchJob's or MPIJob's Training Operator, a
-    RayJob's KubeRay), which the deadline reaches."""
-    return w.state == "Active" and w.managed_by in (None, OWN_CONTROLLER[w.ref.kind])
+    """Running and run by its own controller (a PyTorchJob's or MPIJob's Training Operator, a
+    RayJob's or RayCluster's KubeRay), which the deadline or the suspension reaches."""
+    return w.state in ("Active", "Unknown") and w.managed_by in (
+        None,
+        OWN_CONTROLLER[w.ref.kind],
+    )
 
 
 def deadline_patch(target: Deadline, now: float) -> dict[str, Any]:
@@ -124,24 +150,24 @@ def deadline_patch(target: Deadline, now: float) -> dict[str, Any]:
 
 
 def cluster_suspension(cluster: OwnerRef) -> dict[str, Any]:
-    """A RayJob's cluster suspended: KubeRay deletes its pods and makes none while it stays so."""
-    return {"metadata": {"uid": cluster.uid}, "spec": {"suspend": True}}
+    """A RayCluster suspended, marked as ended at its time limit: KubeRay deletes its pods and
+    makes none while it stays so; the mark makes it `Failed` to ganging
+    (`workload_records.raycluster_state`), and it is never resumed here (`to_resume` resumes
+    only what an eviction suspended)."""
+    return {
+        "metadata": {"uid": cluster.uid, "annotations": {SUSPENDED_FOR: TIME_LIMIT_MARK}},
+        "spec": {"suspend": True},
+    }
 
 
 async def end_runs(api: ClusterWrites, targets: list[Deadline], now: float) -> bool:
-    """Give each workload its deadline (and suspend a RayJob's cluster); False when one was
-    refused (the caller deletes the pods)."""
+    """Give each workload its deadline (and suspend a RayCluster); False when one was refused
+    (the caller deletes the pods)."""
     ok = True
     for t in targets:
         try:
-            await api.patch_workload(
-                t.api_version, PLURALS[t.kind], t.namespace, t.name, deadline_patch(t, now)
-            )
-            if t.cluster is not None:
-                c = t.cluster
-                await api.patch_workload(
-                    c.api_version, "rayclusters", t.namespace, c.name, cluster_suspension(c)
-                )
+            for api_version, plural, name, patch in t.patches(now):
+                await api.patch_workload(api_version, plural, t.namespace, name, patch)
         except ApiError as exc:
             if exc.status == 404:
                 continue  # gone: so are its pods

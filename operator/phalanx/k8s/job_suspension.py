@@ -66,7 +66,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from phalanx.core.autogang import KUEUE_QUEUE_LABEL, OwnerRef, Workload
+from phalanx.core.autogang import KUEUE_QUEUE_LABEL, Workload
 from phalanx.k8s.api import ApiError, ClusterWrites
 from phalanx.k8s.records import SUSPENDED_FOR, JobRec, PodRec
 
@@ -84,6 +84,7 @@ OWN_CONTROLLER = {
     "TrainJob": TRAINJOB_CONTROLLER,
     **dict.fromkeys(KUBEFLOW_V1, TRAINING_OPERATOR),
     "RayJob": KUBERAY,
+    "RayCluster": KUBERAY,
 }
 """The `managedBy` of a workload its own controller runs (or unset)."""
 PLURALS = {
@@ -128,16 +129,17 @@ class Suspendable:
 
 @dataclass(frozen=True, slots=True)
 class RayRun:
-    """A RayJob's run: the RayJob, the RayCluster it made and its submitter Jobs (by uid)."""
+    """A RayCluster's run: the cluster, the RayJob that made it (None for a cluster of its own)
+    and that RayJob's submitter Jobs (by uid)."""
 
-    rayjob: Workload
-    cluster: OwnerRef
+    cluster: Workload
+    rayjob: Workload | None = None
     submitters: frozenset[str] = frozenset()
 
     @property
     def owners(self) -> set[str]:
         """The uids its pods name as their owner."""
-        return {self.cluster.uid, *self.submitters}
+        return {self.cluster.ref.uid, *self.submitters}
 
 
 @dataclass(frozen=True)
@@ -188,10 +190,11 @@ class Owners:
             return None
         return w
 
-    def rayjob_of(self, members: Iterable[PodRec]) -> RayRun | None:
-        """The RayJob of every member — its RayCluster's pods, and its submitter Job's pod
-        (KubeRay's `K8sJobMode` makes it once the cluster is ready; a queue-labelled namespace
-        has it scheduled by Phalanx, in the RayJob's gang) — if this cycle knows them all."""
+    def ray_run_of(self, members: Iterable[PodRec]) -> RayRun | None:
+        """The RayCluster of every member, and the RayJob that made it if one did — its pods,
+        and that RayJob's submitter Job's pod (KubeRay's `K8sJobMode` makes it once the cluster
+        is ready; a queue-labelled namespace has it scheduled by Phalanx, in the RayJob's
+        gang) — if this cycle knows them all."""
         clusters: set[str] = set()
         submitters: set[str] = set()
         for p in members:
@@ -205,16 +208,20 @@ class Owners:
             return None
         (uid,) = clusters
         cluster = self.workloads.get(uid)
-        top = cluster.owner if cluster is not None else None
+        if cluster is None or cluster.ref.group != "ray.io":
+            return None
+        top = cluster.owner
+        if top is None and not submitters:
+            return RayRun(cluster)
         w = self.workloads.get(top.uid) if top is not None and top.kind == "RayJob" else None
-        if cluster is None or w is None or w.ref.group != "ray.io":
+        if w is None or w.ref.group != "ray.io":
             return None
         for job_uid in submitters:
             job = self.jobs.get(job_uid)
             owner = job.workload.owner if job is not None and job.workload is not None else None
             if owner is None or owner.uid != w.ref.uid:
                 return None
-        return RayRun(w, cluster.ref, frozenset(submitters))
+        return RayRun(cluster, w, frozenset(submitters))
 
     def trainjob_of(self, jobset: str) -> str | None:
         """The uid of the TrainJob that owns the JobSet of uid `jobset`, if one does."""
@@ -235,9 +242,10 @@ def target_of(
     (`gang_pods`)."""
     members = list(members)
     known = owners.jobs_of(members)
-    ray = owners.rayjob_of(members)
+    ray = owners.ray_run_of(members)
     if ray is not None:
-        target = _workload_target(ray.rayjob)
+        # A cluster of its own is not suspended: KubeRay makes its evicted pods again, a new run.
+        target = _workload_target(ray.rayjob) if ray.rayjob is not None else None
         return target if target is not None and owners.alone(ray.owners, gang_pods) else None
     if known is None:
         kubeflow = owners.kubeflow_job_of(members)

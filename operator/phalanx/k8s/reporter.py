@@ -509,6 +509,13 @@ class Reporter:
             d = gang.decision
             if d is None or d.phase not in (Phase.SUCCEEDED, Phase.FAILED) or gang.group is None:
                 continue
+            # A managed PodGroup is made again by the operator once deleted; a hand-written
+            # one is the user's to apply again.
+            again = (
+                "the operator makes it again for their workload"
+                if gang.group.managed
+                else "apply it again"
+            )
             for pod in gang.pods:
                 if pod.node_name or pod.deleting:
                     continue
@@ -516,7 +523,7 @@ class Reporter:
                     pod,
                     "PodGroupFinished",
                     f"its PodGroup {gang.key} is {d.phase} and takes no new pods: delete it "
-                    "and apply it again to run them",
+                    f"({again}) to run them",
                     "Warning",
                 )
 

@@ -20,12 +20,16 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from phalanx.core.autogang import SUSPENDED_FOR_ANNOTATION as SUSPENDED_FOR
 from phalanx.core.autogang import OwnerRef, Workload
+from phalanx.core.reasons import EvictionReason
 
 JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 
 KEPT_ANNOTATIONS = ("phalanx.dev/", "scheduling.volcano.sh/queue-name")
+TIME_LIMIT_MARK = str(EvictionReason.TIME_LIMIT_EXCEEDED)
+"""The `phalanx.dev/suspended-for` of a RayCluster suspended at its gang's time limit."""
 KEPT_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
 
 
@@ -204,7 +208,17 @@ def ray_cluster_pods(spec: Mapping[str, Any]) -> int:
 
 def _raycluster(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     spec = _map(body.get("spec"))
-    return ray_cluster_pods(spec), "", "Unknown", bool(spec.get("suspend"))
+    suspended = bool(spec.get("suspend"))
+    return ray_cluster_pods(spec), "", raycluster_state(body, suspended), suspended
+
+
+def raycluster_state(body: Mapping[str, Any], suspended: bool) -> str:
+    """`Failed` while this operator holds it suspended at its time limit (`job_deadline.py`: a
+    RayCluster has no deadline, and KubeRay would make its deleted pods again, a new run every
+    limit); otherwise `Unknown`: a cluster never completes, its pods' phases decide."""
+    annotations = _map(_map(body.get("metadata")).get("annotations"))
+    ended = suspended and annotations.get(SUSPENDED_FOR) == TIME_LIMIT_MARK
+    return "Failed" if ended else "Unknown"
 
 
 def rayjob_state(status: Mapping[str, Any]) -> str:

@@ -1,8 +1,11 @@
 """A RayJob's gang (KubeRay): evicted by suspending the RayJob and resumed once no pod of it is
 left (`k8s/job_suspension.py`), and ended at its time limit by the RayJob's own deadline with
-its cluster suspended (`k8s/job_deadline.py`). KubeRay v1.5 does not make the head of a RayJob's
-provisioned cluster again, so evicting its pods left a cluster that never came back (walked:
-"0 of 3 pods exist" after a time limit, "6 of 8 pods exist" after a preemption, for ever)."""
+its cluster suspended (`k8s/job_deadline.py`); a RayCluster of its own is ended at its time
+limit by its suspension, and evicted pod by pod (KubeRay makes them again: a new run).
+
+KubeRay v1.5 does not make the head of a RayJob's provisioned cluster again, so evicting its
+pods left a cluster that never came back (walked: "0 of 3 pods exist" after a time limit, "6 of
+8 pods exist" after a preemption, for ever)."""
 
 from __future__ import annotations
 
@@ -200,7 +203,13 @@ def test_a_time_limit_ends_the_rayjob_by_its_deadline_and_suspends_its_cluster()
     assert not [c for c in api.calls if c[0] in ("evict", "delete")], api.calls
     assert api.job_patches == [
         {"metadata": {"uid": "rj-uid"}, "spec": {"activeDeadlineSeconds": 700}},
-        {"metadata": {"uid": "rc-uid"}, "spec": {"suspend": True}},
+        {
+            "metadata": {
+                "uid": "rc-uid",
+                "annotations": {"phalanx.dev/suspended-for": "TimeLimitExceeded"},
+            },
+            "spec": {"suspend": True},
+        },
     ]
     assert api.patched_paths == ["ray.io/v1/rayjobs", "ray.io/v1/rayclusters"]
 
@@ -214,3 +223,54 @@ def test_a_rayjob_refused_or_run_by_another_controller_has_its_pods_deleted_at_i
     elsewhere = _timed_out(_rayjob(managedBy="kueue.x-k8s.io/multikueue"))
     assert not [c for c in elsewhere.calls if c[0].startswith("deadline")], elsewhere.calls
     assert ("delete", "rj-head") in elsewhere.calls
+
+
+def _own_cluster(**meta: Any) -> dict[str, Any]:
+    body = _cluster()
+    del body["metadata"]["ownerReferences"]
+    body["metadata"].update(meta)
+    return body
+
+
+def _own_cluster_gang(**group_status: Any) -> dict[str, Any]:
+    return managed(3, CLUSTER_REF, **group_status)
+
+
+def test_a_rayclusters_own_gang_past_its_limit_is_ended_by_suspending_the_cluster() -> None:
+    """Walked: a RayCluster of a head and 2 workers with a 15 s limit, its pods deleted at the
+    limit, was made again by KubeRay every 16 s — four runs in 65 s, each another limit of its
+    GPUs. It has no deadline: it is suspended, marked `TimeLimitExceeded` (KubeRay deletes the
+    pods and makes none), and never resumed here."""
+    group = _own_cluster_gang(phase="Running", scheduledAt="1970-01-01T00:00:00Z")
+    group["spec"]["timeLimitSeconds"] = 60
+    pods = [_ray_pod("rj-head"), _ray_pod("rj-w-0"), _ray_pod("rj-w-1")]
+    api = run(pods, [group], [], others=[_own_cluster()])
+    assert ("evicted", "TimeLimitExceeded") in api.calls, api.calls
+    assert ("suspend-raycluster", "rj-abcde") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0] in ("evict", "delete")], api.calls
+    assert api.job_patches == [
+        {
+            "metadata": {
+                "uid": "rc-uid",
+                "annotations": {"phalanx.dev/suspended-for": "TimeLimitExceeded"},
+            },
+            "spec": {"suspend": True},
+        }
+    ]
+    ended = _own_cluster(annotations={"phalanx.dev/suspended-for": "TimeLimitExceeded"})
+    ended["spec"]["suspend"] = True
+    assert to_resume(_owners([], [ended], [])) == [], "a time limit is not a suspension"
+    after = run([], [_own_cluster_gang(phase="Running")], [], others=[ended])
+    assert ("status", "Failed") in after.calls, "its gang ended with it"
+
+
+def test_a_rayclusters_own_gang_is_evicted_pod_by_pod_and_made_again_by_kuberay() -> None:
+    """Preempted or reclaimed, a cluster of its own is not suspended: KubeRay makes its pods
+    again at once, and they queue as the gang's next run."""
+    pods = [_ray_pod("rj-head", phase="Failed"), _ray_pod("rj-w-0", phase="Failed")]
+    pods.append(_ray_pod("rj-w-1"))
+    group = _own_cluster_gang(phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    api = run(pods, [group], [], others=[_own_cluster()])
+    assert ("evicted", "MemberFailed") in api.calls, api.calls
+    assert ("evict", "rj-w-1") in api.calls, api.calls
+    assert not [c for c in api.calls if c[0].startswith("suspend")], api.calls

@@ -314,3 +314,21 @@ def test_only_a_rayjob_that_shuts_its_cluster_down_may_be_suspended() -> None:
     assert kept is not None and "shutdownAfterJobFinishes" in kept.suspend_refused
     assert shut is not None and shut.suspend_refused == ""
     assert job is not None and job.suspend_refused == ""
+
+
+def test_a_raycluster_held_suspended_at_its_time_limit_is_failed_and_otherwise_unknown() -> None:
+    """A cluster never completes (its pods decide), but one this operator suspended at its
+    time limit has ended: `Failed`, as a Job past its deadline is."""
+    mark = {"phalanx.dev/suspended-for": "TimeLimitExceeded"}
+    cases = {
+        (False, False): "Unknown",
+        (True, False): "Unknown",  # suspended by someone else (Kueue)
+        (False, True): "Unknown",  # resumed by its user: a new run
+        (True, True): "Failed",
+    }
+    for (suspended, marked), state in cases.items():
+        raw = body(
+            "ray.io/v1", "RayCluster", {"suspend": suspended}, annotations=mark if marked else {}
+        )
+        rec = workload_record(raw)
+        assert rec is not None and rec.state == state, (suspended, marked)

@@ -1,11 +1,14 @@
-"""A RayJob's gang through its life against the real KubeRay operator (v1.5.0): its time limit
-ends the RayJob, and a preemption suspends it and runs it again on a new cluster.
+"""A RayJob's and a RayCluster's gangs through their life against the real KubeRay operator
+(v1.5.0): a time limit ends the RayJob, or suspends a RayCluster of its own, and a preemption
+suspends a RayJob and runs it again on a new cluster.
 
 KubeRay v1.5 does not make the head of a RayJob's provisioned cluster again ("skipping head
 creation to let RayJob controller handle the failure"), so evicting a RayJob's pods, as for a
 gang of bare pods, left a cluster that never came back: walked on the demo cluster, the gang
 sat `Pending` "0 of 3 pods exist" after its time limit, and "6 of 8 pods exist" after a
-preemption (KubeRay made 5 workers again, no head), for as long as it was watched.
+preemption (KubeRay made 5 workers again, no head), for as long as it was watched. A RayCluster
+of its own had the opposite fault: its pods deleted at its time limit, KubeRay made them again,
+and it ran another full limit every time (four runs in 65 s with a 15 s limit).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from tests.integration.workload_controllers import (
     RAYCLUSTER_API,
     RAYJOB_API,
     create_workload,
+    raycluster,
     rayjob,
 )
 
@@ -154,3 +158,38 @@ def test_a_preempted_rayjob_is_suspended_and_runs_again_on_a_new_cluster(
         assert not made["status"].get("failed"), made["status"]
     finally:
         scheduling.delete_priority_class(high)
+
+
+def test_a_rayclusters_own_gang_past_its_time_limit_is_suspended_and_runs_no_more(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,  # noqa: F811
+    operator: OperatorProcess,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A RayCluster of a head and 2 workers of one GPU with a 6 s limit (its annotation). It has
+    no deadline, and KubeRay makes a cluster's deleted pods again: it is suspended, marked
+    `TimeLimitExceeded`, so KubeRay deletes its pods and makes none; its gang is `Failed`, and
+    no pod of it is made again over the next operator cycles."""
+    label_namespace(cluster, ns, "default")
+    body = raycluster("rc", workers=2, gpus=1, annotations={"phalanx.dev/time-limit-seconds": "6"})
+    create_workload(custom, RAYCLUSTER_API, ns, body)
+    first = wait_bound(cluster, ns, RAY_NODES, 3)
+    status = wait_for(
+        lambda: (s := group_status(custom, ns, "raycluster-rc")).get("phase") == "Failed" and s,
+        timeout=40,
+        what="raycluster-rc Failed past its 6 s limit",
+    )
+    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    made = _get(custom, RAYCLUSTER_API, ns, "rc")
+    assert made["spec"].get("suspend") is True, "suspended"
+    assert made["metadata"]["annotations"].get("phalanx.dev/suspended-for") == "TimeLimitExceeded"
+    wait_for(
+        lambda: not pods_by(cluster, ns, RAY_NODES),
+        timeout=30,
+        what="the pods of RayCluster rc deleted by KubeRay (suspended)",
+    )
+    wait_cycles(operator, CYCLES)
+    again = pods_by(cluster, ns, RAY_NODES)
+    assert not again, f"made again: {[p.metadata.name for p in again]} (first run {len(first)})"

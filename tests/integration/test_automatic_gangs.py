@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from phalanx.devcluster.controllers import WorkloadControllers
 from phalanx.devcluster.stages import RUN_FOR_ANNOTATION
-from tests.integration.conftest import Cluster
+from tests.integration.conftest import Cluster, ensure_queue
 from tests.integration.kubelet_stand_in import FINALIZER, KubeletStandIn
 from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
 from tests.integration.operator_fixture import OperatorProcess
@@ -538,6 +538,31 @@ def test_a_pytorchjob_past_its_time_limit_fails_and_runs_no_more(
     wait_cycles(operator, CYCLES)
     again = pods_by(cluster, ns, selector)
     assert not again, f"run again: {[p.metadata.name for p in again]} (first run {len(first)})"
+
+
+def test_a_pytorchjobs_scheduling_policy_names_its_queue_and_min_member(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """What Volcano users of the Training Operator write, `runPolicy.schedulingPolicy` (queue,
+    minAvailable), is read (the real Training Operator v1.8.1 keeps it): the PodGroup of a
+    PyTorchJob of a master and 3 workers names that queue (before the namespace's label) and
+    needs 2 members; its 4 pods are bound. Before, the gang was all 4 in the namespace's
+    queue, whatever the job said."""
+    label_namespace(cluster, ns, "default")
+    queue = f"q-{ns}"
+    ensure_queue(custom, queue, {})
+    try:
+        body = pytorchjob("ptq", workers=3, gpus=1)
+        body["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": queue, "minAvailable": 2}}
+        create_workload(custom, PYTORCHJOB_API, ns, body)
+        group = wait_group(custom, ns, "pytorchjob-ptq", 2)
+        assert group["spec"]["queue"] == queue, group["spec"]
+        wait_bound(cluster, ns, "training.kubeflow.org/job-name=ptq", 4)
+    finally:
+        custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", queue)
 
 
 def test_an_evicted_jobs_gang_is_back_in_seconds_not_after_the_jobs_back_off(

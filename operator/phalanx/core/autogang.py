@@ -105,6 +105,14 @@ class Workload:
     suspend_refused: str = ""
     """Why suspending it would not requeue its run ("" when it would): its gang is then evicted
     pod by pod (`k8s/job_suspension.py`)."""
+    spec_queue: tuple[str, str] | None = None
+    """(field, queue): a queue its spec names in another scheduler's own field — a Kubeflow v1
+    job's `spec.runPolicy.schedulingPolicy.queue`, which Volcano users set. Read after every
+    label and annotation, before the namespace's label."""
+    spec_min_member: tuple[str, int] | None = None
+    """(field, count): how many of its pods its spec says the gang needs — a Kubeflow v1 job's
+    `spec.runPolicy.schedulingPolicy.minAvailable`; the `phalanx.dev/min-member` annotation
+    overrides it."""
 
     @property
     def title(self) -> str:
@@ -214,13 +222,18 @@ def _queue(
     sources: list[tuple[str, Mapping[str, str], Mapping[str, str]]],
     namespace: str,
     namespace_queue: str | None,
+    spec_queue: tuple[str, str, str] | None = None,
 ) -> tuple[str, str]:
     """The queue and what named it: the first object of `sources` (what, labels, annotations)
-    that names one, else the namespace's label, else `default`."""
+    that names one, else the workload's spec field (`spec_queue`: what, field, queue), else the
+    namespace's label, else `default`."""
     for what, labels, notes in sources:
         found = _queue_key(labels, notes)
         if found is not None:
             return found[1], f"{found[0]} of {what}"
+    if spec_queue is not None and spec_queue[2]:
+        what, field_path, queue = spec_queue
+        return queue, f"{field_path} of {what}"
     if namespace_queue:
         return namespace_queue, f"label {QUEUE_LABEL} of namespace {namespace}"
     return "default", ""
@@ -288,6 +301,7 @@ def resolve(
         ],
         pod.namespace,
         namespace_queue,
+        (top.title, *top.spec_queue) if top.spec_queue is not None else None,
     )
     base = AutoGang(
         name=name,
@@ -299,6 +313,15 @@ def resolve(
     )
     if unsupported:
         return _with_problem(base, f"{top.title}: {unsupported}")
+    if top.spec_min_member is not None:
+        field_path, count = top.spec_min_member
+        if not 1 <= count <= members:
+            return _with_problem(
+                base,
+                f"{top.title}: {field_path} is {count}, not between 1 and the {members} pods "
+                "it runs: the gang could never start",
+            )
+        base = replace(base, min_member=count)
     gang = _apply_annotations(base, annotations, top.title, members)
     ignored = [k for k in SPEC_ANNOTATIONS if k in pod.annotations and k not in annotations]
     if ignored:

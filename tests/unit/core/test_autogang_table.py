@@ -33,6 +33,8 @@ PYTORCHJOB = OwnerRef("kubeflow.org/v1", "PyTorchJob", "ptj", "ptj-uid")
 LWS = OwnerRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "serve", "lws-uid")
 STS = OwnerRef("apps/v1", "StatefulSet", "serve-0", "sts-uid")
 RS = OwnerRef("apps/v1", "ReplicaSet", "web-5d8f", "rs-uid")
+POLICY_QUEUE = "spec.runPolicy.schedulingPolicy.queue"
+POLICY_MIN = "spec.runPolicy.schedulingPolicy.minAvailable"
 
 
 def wl(
@@ -283,6 +285,66 @@ CASES: dict[str, Case] = {
             owner=JOB,
             queue="research",
             queue_source="annotation scheduling.volcano.sh/queue-name of Job team-a/train",
+        ),
+    ),
+    "queue: a PyTorchJob's schedulingPolicy.queue (Volcano's field) after labels, before the "
+    "namespace": Case(
+        pod(PYTORCHJOB),
+        [wl(PYTORCHJOB, 4, spec_queue=(POLICY_QUEUE, "research"))],
+        AutoGang(
+            name="pytorchjob-ptj",
+            owner=PYTORCHJOB,
+            min_member=4,
+            queue="research",
+            queue_source=f"{POLICY_QUEUE} of PyTorchJob team-a/ptj",
+        ),
+        namespace_queue="from-ns",
+    ),
+    "queue: a label beats schedulingPolicy.queue": Case(
+        pod(PYTORCHJOB),
+        [
+            wl(
+                PYTORCHJOB,
+                4,
+                spec_queue=(POLICY_QUEUE, "research"),
+                labels={"phalanx.dev/queue": "prod"},
+            )
+        ],
+        AutoGang(
+            name="pytorchjob-ptj",
+            owner=PYTORCHJOB,
+            min_member=4,
+            queue="prod",
+            queue_source="label phalanx.dev/queue of PyTorchJob team-a/ptj",
+        ),
+    ),
+    "minMember: a PyTorchJob's schedulingPolicy.minAvailable": Case(
+        pod(PYTORCHJOB),
+        [wl(PYTORCHJOB, 4, spec_min_member=(POLICY_MIN, 2))],
+        AutoGang(name="pytorchjob-ptj", owner=PYTORCHJOB, min_member=2),
+    ),
+    "minMember: the annotation beats schedulingPolicy.minAvailable": Case(
+        pod(PYTORCHJOB),
+        [
+            wl(
+                PYTORCHJOB,
+                4,
+                spec_min_member=(POLICY_MIN, 2),
+                annotations={"phalanx.dev/min-member": "3"},
+            )
+        ],
+        AutoGang(name="pytorchjob-ptj", owner=PYTORCHJOB, min_member=3),
+    ),
+    "minMember: schedulingPolicy.minAvailable above its pods makes the gang Invalid": Case(
+        pod(PYTORCHJOB),
+        [wl(PYTORCHJOB, 4, spec_min_member=(POLICY_MIN, 5))],
+        AutoGang(
+            name="pytorchjob-ptj",
+            owner=PYTORCHJOB,
+            min_member=4,
+            problem_reason="Invalid",
+            problem=f"PyTorchJob team-a/ptj: {POLICY_MIN} is 5, not between 1 and the 4 pods "
+            "it runs: the gang could never start",
         ),
     ),
     "a finished Job's state reaches the gang": Case(

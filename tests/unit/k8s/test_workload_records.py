@@ -332,3 +332,31 @@ def test_a_raycluster_held_suspended_at_its_time_limit_is_failed_and_otherwise_u
         )
         rec = workload_record(raw)
         assert rec is not None and rec.state == state, (suspended, marked)
+
+
+def test_a_kubeflow_jobs_scheduling_policy_names_its_queue_and_min_member() -> None:
+    """What Volcano users of the Training Operator write (`runPolicy.schedulingPolicy`), read
+    as the field it came from; unset or of the wrong type: not read; other kinds: never."""
+    policy = {"queue": "research", "minAvailable": 2}
+    ptj = workload_record(
+        body(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {"runPolicy": {"schedulingPolicy": policy}, "pytorchReplicaSpecs": {}},
+        )
+    )
+    assert ptj is not None
+    assert ptj.spec_queue == ("spec.runPolicy.schedulingPolicy.queue", "research")
+    assert ptj.spec_min_member == ("spec.runPolicy.schedulingPolicy.minAvailable", 2)
+    odd = workload_record(
+        body(
+            "kubeflow.org/v1",
+            "MPIJob",
+            {"runPolicy": {"schedulingPolicy": {"queue": 3, "minAvailable": True}}},
+        )
+    )
+    assert odd is not None and (odd.spec_queue, odd.spec_min_member) == (None, None)
+    job = workload_record(
+        body("batch/v1", "Job", {**job_spec(2), "runPolicy": {"schedulingPolicy": policy}})
+    )
+    assert job is not None and (job.spec_queue, job.spec_min_member) == (None, None)

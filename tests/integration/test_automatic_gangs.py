@@ -121,6 +121,31 @@ def wait_bound(cluster: Cluster, ns: str, selector: str, count: int) -> list[Any
     return found
 
 
+def failed_at_time_limit(custom: Any, ns: str, group: str, limit_s: int) -> dict[str, Any]:
+    """The status of `group` once `Failed`, its `Evicted` condition `TimeLimitExceeded`."""
+    status: dict[str, Any] = wait_for(
+        lambda: (s := group_status(custom, ns, group)).get("phase") == "Failed" and s,
+        timeout=40,
+        what=f"{group} Failed past its {limit_s} s limit",
+    )
+    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    return status
+
+
+def gone_for_good(
+    cluster: Cluster, op: OperatorProcess, ns: str, selector: str, what: str, first: list[Any]
+) -> None:
+    """The pods of `selector` deleted (by `what`), and none made again `CYCLES` operator
+    cycles later: the run is over, not started again."""
+    wait_for(
+        lambda: not pods_by(cluster, ns, selector), timeout=30, what=f"the pods deleted by {what}"
+    )
+    wait_cycles(op, CYCLES)
+    again = pods_by(cluster, ns, selector)
+    assert not again, f"run again: {[p.metadata.name for p in again]} (first run {len(first)})"
+
+
 def wait_cycles(op: OperatorProcess, cycles: int) -> None:
     start = _cycles(op)
     wait_for(
@@ -518,26 +543,13 @@ def test_a_pytorchjob_past_its_time_limit_fails_and_runs_no_more(
     create_workload(custom, PYTORCHJOB_API, ns, body)
     selector = "training.kubeflow.org/job-name=ptl"
     first = wait_bound(cluster, ns, selector, 3)
-    status = wait_for(
-        lambda: (s := group_status(custom, ns, "pytorchjob-ptl")).get("phase") == "Failed" and s,
-        timeout=40,
-        what="pytorchjob-ptl Failed past its 6 s limit",
-    )
-    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
-    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    failed_at_time_limit(custom, ns, "pytorchjob-ptl", 6)
     made = custom.get_namespaced_custom_object(*PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptl")
     failed = next(
         c for c in made["status"]["conditions"] if c["type"] == "Failed" and c["status"] == "True"
     )
     assert "active longer than specified deadline" in failed["message"], failed
-    wait_for(
-        lambda: not pods_by(cluster, ns, selector),
-        timeout=30,
-        what="the pods of PyTorchJob ptl deleted by the Training Operator",
-    )
-    wait_cycles(operator, CYCLES)
-    again = pods_by(cluster, ns, selector)
-    assert not again, f"run again: {[p.metadata.name for p in again]} (first run {len(first)})"
+    gone_for_good(cluster, operator, ns, selector, "the Training Operator", first)
 
 
 def test_a_pytorchjobs_scheduling_policy_names_its_queue_and_min_member(

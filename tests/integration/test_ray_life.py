@@ -23,12 +23,12 @@ from tests.integration.conftest import Cluster
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_admission_policy import label_namespace, policies  # noqa: F401
 from tests.integration.test_automatic_gangs import (  # noqa: F401
-    CYCLES,
+    failed_at_time_limit,
+    gone_for_good,
     job,
     ns,
     pods_by,
     wait_bound,
-    wait_cycles,
 )
 from tests.integration.test_operator_gangs import group_status
 from tests.integration.waiting import wait_for
@@ -74,13 +74,7 @@ def test_a_rayjob_past_its_time_limit_fails_and_its_cluster_runs_no_more(
     )
     create_workload(custom, RAYJOB_API, ns, body)
     first = wait_bound(cluster, ns, RAY_NODES, 3)
-    status = wait_for(
-        lambda: (s := group_status(custom, ns, "rayjob-rl")).get("phase") == "Failed" and s,
-        timeout=40,
-        what="rayjob-rl Failed past its 6 s limit",
-    )
-    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
-    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    failed_at_time_limit(custom, ns, "rayjob-rl", 6)
     made = _get(custom, RAYJOB_API, ns, "rl")
     assert (made["status"]["jobDeploymentStatus"], made["status"]["reason"]) == (
         "Failed",
@@ -88,14 +82,7 @@ def test_a_rayjob_past_its_time_limit_fails_and_its_cluster_runs_no_more(
     ), made["status"]
     ray_cluster = _get(custom, RAYCLUSTER_API, ns, made["status"]["rayClusterName"])
     assert ray_cluster["spec"].get("suspend") is True, "its kept cluster suspended"
-    wait_for(
-        lambda: not pods_by(cluster, ns, RAY_NODES),
-        timeout=30,
-        what="the pods of RayJob rl's cluster deleted by KubeRay (cluster suspended)",
-    )
-    wait_cycles(operator, CYCLES)
-    again = pods_by(cluster, ns, RAY_NODES)
-    assert not again, f"made again: {[p.metadata.name for p in again]} (first run {len(first)})"
+    gone_for_good(cluster, operator, ns, RAY_NODES, "KubeRay (cluster suspended)", first)
 
 
 def test_a_preempted_rayjob_is_suspended_and_runs_again_on_a_new_cluster(
@@ -175,21 +162,8 @@ def test_a_rayclusters_own_gang_past_its_time_limit_is_suspended_and_runs_no_mor
     body = raycluster("rc", workers=2, gpus=1, annotations={"phalanx.dev/time-limit-seconds": "6"})
     create_workload(custom, RAYCLUSTER_API, ns, body)
     first = wait_bound(cluster, ns, RAY_NODES, 3)
-    status = wait_for(
-        lambda: (s := group_status(custom, ns, "raycluster-rc")).get("phase") == "Failed" and s,
-        timeout=40,
-        what="raycluster-rc Failed past its 6 s limit",
-    )
-    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
-    assert (evicted["status"], evicted["reason"]) == ("True", "TimeLimitExceeded"), evicted
+    failed_at_time_limit(custom, ns, "raycluster-rc", 6)
     made = _get(custom, RAYCLUSTER_API, ns, "rc")
     assert made["spec"].get("suspend") is True, "suspended"
     assert made["metadata"]["annotations"].get("phalanx.dev/suspended-for") == "TimeLimitExceeded"
-    wait_for(
-        lambda: not pods_by(cluster, ns, RAY_NODES),
-        timeout=30,
-        what="the pods of RayCluster rc deleted by KubeRay (suspended)",
-    )
-    wait_cycles(operator, CYCLES)
-    again = pods_by(cluster, ns, RAY_NODES)
-    assert not again, f"made again: {[p.metadata.name for p in again]} (first run {len(first)})"
+    gone_for_good(cluster, operator, ns, RAY_NODES, "KubeRay (RayCluster rc suspended)", first)

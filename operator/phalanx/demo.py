@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +110,50 @@ def wait_for_admission_policies(kubeconfig: Path, timeout: float = 60.0) -> None
         time.sleep(0.5)
 
 
+HEALTH_PORT = 18081
+
+
+def _healthy() -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{HEALTH_PORT}/healthz", timeout=1) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _running_operators() -> list[int]:
+    return [
+        p
+        for p in processes_under(cluster_dir())
+        if "phalanx" in _cmdline(p) and " run" in _cmdline(p)
+    ]
+
+
+def operator_left_running(timeout: float = 30.0) -> bool:
+    """Whether an operator of this cluster runs and stays: one that answers /healthz. One that
+    does not is stopping (it stops serving /healthz at once, then takes seconds to exit: 7 s
+    measured) or still starting; wait until it exits or answers. Before, `make demo` right after
+    the operator was stopped said "already running" and started none."""
+    deadline = time.monotonic() + timeout
+    said = False
+    while _running_operators():
+        if _healthy():
+            return True
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"an operator of this cluster neither answers /healthz on port {HEALTH_PORT} "
+                f"nor exits after {timeout:.0f}s (pids {_running_operators()}); stop it "
+                "(make down) and run make demo again"
+            )
+        if not said:
+            console.print("an operator of this cluster is stopping or starting: waiting for it")
+            said = True
+        time.sleep(0.5)
+    return False
+
+
 def start_operator(kubeconfig: Path) -> None:
-    if any(
-        "phalanx" in _cmdline(p) and " run" in _cmdline(p) for p in processes_under(cluster_dir())
-    ):
+    if operator_left_running():
         console.print("the operator is already running")
         return
     log = cluster_dir() / "operator.log"
@@ -127,7 +168,7 @@ def start_operator(kubeconfig: Path) -> None:
             "--metrics-port",
             "18080",
             "--health-port",
-            "18081",
+            str(HEALTH_PORT),
             "--cycle-interval",
             "2",
         ],

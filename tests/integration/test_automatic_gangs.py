@@ -9,6 +9,7 @@ pod bound early) is checked after a known number of operator cycles, read from i
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,6 +145,35 @@ def gone_for_good(
     wait_cycles(op, CYCLES)
     again = pods_by(cluster, ns, selector)
     assert not again, f"run again: {[p.metadata.name for p in again]} (first run {len(first)})"
+
+
+@contextlib.contextmanager
+def high_priority(cluster: Cluster, ns: str) -> Iterator[str]:
+    """A PriorityClass of value 1000 for the test's preemptor (deleted afterwards)."""
+    scheduling = client.SchedulingV1Api(cluster.api_client)
+    name = f"high-{ns}"
+    scheduling.create_priority_class({"metadata": {"name": name}, "value": 1000})
+    try:
+        yield name
+    finally:
+        scheduling.delete_priority_class(name)
+
+
+def preempt_for_urgent(cluster: Cluster, custom: Any, ns: str, group: str, high: str) -> None:
+    """A Job `urgent` of one 8-GPU pod at priority `high` (it runs 5 s), and `group` evicted
+    `Preempted` for it."""
+    urgent = job("urgent", 1)
+    urgent["spec"]["template"]["spec"]["priorityClassName"] = high
+    urgent["spec"]["template"]["metadata"] = {"annotations": {RUN_FOR_ANNOTATION: "5s"}}
+    cluster.batch.create_namespaced_job(ns, urgent)
+    wait_for(
+        lambda: any(
+            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
+            for c in group_status(custom, ns, group).get("conditions", [])
+        ),
+        timeout=30,
+        what=f"{group} preempted for Job urgent",
+    )
 
 
 def wait_cycles(op: OperatorProcess, cycles: int) -> None:
@@ -720,60 +750,41 @@ def test_a_preempted_pytorchjob_is_suspended_and_runs_again_instead_of_failing(
     nothing) and resumes it once no pod of it is left: 16 new pods bound once the Job's pod
     has run its 5 s, the PyTorchJob never `Failed`, resumed and unmarked."""
     label_namespace(cluster, ns, "default")
-    scheduling = client.SchedulingV1Api(cluster.api_client)
-    high = f"high-{ns}"
-    scheduling.create_priority_class({"metadata": {"name": high}, "value": 1000})
     selector = "training.kubeflow.org/job-name=ptp"
     body = pytorchjob("ptp", workers=15, gpus=8, restart_policy="Never", finalizers=[FINALIZER])
-    try:
-        with KubeletStandIn(cluster.core, ns, selector) as kubelet:
-            create_workload(custom, PYTORCHJOB_API, ns, body)
-            first = wait_bound(cluster, ns, selector, 16)
-            urgent = job("urgent", 1)
-            urgent["spec"]["template"]["spec"]["priorityClassName"] = high
-            urgent["spec"]["template"]["metadata"] = {"annotations": {RUN_FOR_ANNOTATION: "5s"}}
-            cluster.batch.create_namespaced_job(ns, urgent)
-            wait_for(
-                lambda: any(
-                    c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
-                    for c in group_status(custom, ns, "pytorchjob-ptp").get("conditions", [])
-                ),
-                timeout=30,
-                what="pytorchjob-ptp preempted for Job urgent",
-            )
-            old = {p.metadata.uid for p in first}
-            wait_for(
-                lambda: (
-                    len(
-                        fresh := [
-                            p for p in pods_by(cluster, ns, selector) if p.metadata.uid not in old
-                        ]
-                    )
-                    == 16
-                    and all(p.spec.node_name for p in fresh)
-                ),
-                timeout=60,
-                what="16 new pods of PyTorchJob ptp bound (suspended, then resumed once its pods "
-                "were gone and Job urgent had run)",
-            )
-            assert kubelet.released >= 16, "its pods stopped as a kubelet stops them"
-            made = custom.get_namespaced_custom_object(
-                *PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp"
-            )
-            failed = [c for c in made["status"]["conditions"] if c["type"] == "Failed"]
-            assert not any(c["status"] == "True" for c in failed), made["status"]
-            assert not made["spec"]["runPolicy"].get("suspend"), "ptp resumed"
-            assert "phalanx.dev/suspended-for" not in (made["metadata"].get("annotations") or {})
-            custom.delete_namespaced_custom_object(
-                *PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp"
-            )
-            wait_for(
-                lambda: not pods_by(cluster, ns, selector),
-                timeout=60,
-                what="the pods of PyTorchJob ptp gone (the stand-in lets them go)",
-            )
-    finally:
-        scheduling.delete_priority_class(high)
+    with high_priority(cluster, ns) as high, KubeletStandIn(cluster.core, ns, selector) as kubelet:
+        create_workload(custom, PYTORCHJOB_API, ns, body)
+        first = wait_bound(cluster, ns, selector, 16)
+        preempt_for_urgent(cluster, custom, ns, "pytorchjob-ptp", high)
+        old = {p.metadata.uid for p in first}
+        wait_for(
+            lambda: (
+                len(
+                    fresh := [
+                        p for p in pods_by(cluster, ns, selector) if p.metadata.uid not in old
+                    ]
+                )
+                == 16
+                and all(p.spec.node_name for p in fresh)
+            ),
+            timeout=60,
+            what="16 new pods of PyTorchJob ptp bound (suspended, then resumed once its pods "
+            "were gone and Job urgent had run)",
+        )
+        assert kubelet.released >= 16, "its pods stopped as a kubelet stops them"
+        made = custom.get_namespaced_custom_object(
+            *PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp"
+        )
+        failed = [c for c in made["status"]["conditions"] if c["type"] == "Failed"]
+        assert not any(c["status"] == "True" for c in failed), made["status"]
+        assert not made["spec"]["runPolicy"].get("suspend"), "ptp resumed"
+        assert "phalanx.dev/suspended-for" not in (made["metadata"].get("annotations") or {})
+        custom.delete_namespaced_custom_object(*PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptp")
+        wait_for(
+            lambda: not pods_by(cluster, ns, selector),
+            timeout=60,
+            what="the pods of PyTorchJob ptp gone (the stand-in lets them go)",
+        )
 
 
 def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(

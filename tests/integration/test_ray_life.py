@@ -16,21 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from phalanx.devcluster.stages import RUN_FOR_ANNOTATION
 from tests.integration.conftest import Cluster
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_admission_policy import label_namespace, policies  # noqa: F401
 from tests.integration.test_automatic_gangs import (  # noqa: F401
     failed_at_time_limit,
     gone_for_good,
-    job,
+    high_priority,
     ns,
     pods_by,
+    preempt_for_urgent,
     wait_bound,
 )
-from tests.integration.test_operator_gangs import group_status
 from tests.integration.waiting import wait_for
 from tests.integration.workload_controllers import (
     RAY_NODES,
@@ -98,26 +96,12 @@ def test_a_preempted_rayjob_is_suspended_and_runs_again_on_a_new_cluster(
     16 pods is bound once the Job's pod has run its 5 s, and the RayJob is running, resumed,
     unmarked and never `Failed`."""
     label_namespace(cluster, ns, "default")
-    scheduling = client.SchedulingV1Api(cluster.api_client)
-    high = f"high-{ns}"
-    scheduling.create_priority_class({"metadata": {"name": high}, "value": 1000})
     body = rayjob("rp", workers=15, gpus=8, shutdown_after_job_finishes=True)
-    try:
+    with high_priority(cluster, ns) as high:
         create_workload(custom, RAYJOB_API, ns, body)
         first = wait_bound(cluster, ns, RAY_NODES, 16)
         (old_cluster,) = {p.metadata.labels["ray.io/cluster"] for p in first}
-        urgent = job("urgent", 1)
-        urgent["spec"]["template"]["spec"]["priorityClassName"] = high
-        urgent["spec"]["template"]["metadata"] = {"annotations": {RUN_FOR_ANNOTATION: "5s"}}
-        cluster.batch.create_namespaced_job(ns, urgent)
-        wait_for(
-            lambda: any(
-                c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
-                for c in group_status(custom, ns, "rayjob-rp").get("conditions", [])
-            ),
-            timeout=30,
-            what="rayjob-rp preempted for Job urgent",
-        )
+        preempt_for_urgent(cluster, custom, ns, "rayjob-rp", high)
         fresh = wait_for(
             lambda: (
                 len(
@@ -143,8 +127,6 @@ def test_a_preempted_rayjob_is_suspended_and_runs_again_on_a_new_cluster(
             "status"
         ]
         assert not made["status"].get("failed"), made["status"]
-    finally:
-        scheduling.delete_priority_class(high)
 
 
 def test_a_rayclusters_own_gang_past_its_time_limit_is_suspended_and_runs_no_more(

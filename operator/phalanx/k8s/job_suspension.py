@@ -242,8 +242,7 @@ def target_of(
     (`gang_pods`)."""
     members = list(members)
     known = owners.jobs_of(members)
-    ray = owners.ray_run_of(members)
-    if ray is not None:
+    if known is None and (ray := owners.ray_run_of(members)) is not None:
         # A cluster of its own is not suspended: KubeRay makes its evicted pods again, a new run.
         target = _workload_target(ray.rayjob) if ray.rayjob is not None else None
         return target if target is not None and owners.alone(ray.owners, gang_pods) else None

@@ -166,13 +166,18 @@ def preempt_for_urgent(cluster: Cluster, custom: Any, ns: str, group: str, high:
     urgent["spec"]["template"]["spec"]["priorityClassName"] = high
     urgent["spec"]["template"]["metadata"] = {"annotations": {RUN_FOR_ANNOTATION: "5s"}}
     cluster.batch.create_namespaced_job(ns, urgent)
+    wait_evicted(custom, ns, group, "Preempted", "for Job urgent")
+
+
+def wait_evicted(custom: Any, ns: str, group: str, reason: str, why: str) -> None:
+    """`group` marked `Evicted=True` with `reason` (30 s at most)."""
     wait_for(
         lambda: any(
-            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
+            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == reason
             for c in group_status(custom, ns, group).get("conditions", [])
         ),
         timeout=30,
-        what=f"{group} preempted for Job urgent",
+        what=f"{group} evicted ({reason}) {why}",
     )
 
 
@@ -217,14 +222,7 @@ def evict_one_and_wait_back(
     cluster.core.create_namespaced_pod_eviction(
         victim, ns, {"metadata": {"name": victim, "namespace": ns}}
     )
-    wait_for(
-        lambda: any(
-            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "MemberFailed"
-            for c in group_status(custom, ns, group).get("conditions", [])
-        ),
-        timeout=30,
-        what=f"{group} evicted whole (MemberFailed) after one member was evicted",
-    )
+    wait_evicted(custom, ns, group, "MemberFailed", "whole after one member was evicted")
     old = {p.metadata.name for p in first}
     again: list[Any] = wait_for(
         lambda: (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from phalanx.core.autogang import SUSPENDED_FOR_ANNOTATION as SUSPENDED_FOR
 from phalanx.core.autogang import OwnerRef, Workload
@@ -31,7 +31,6 @@ KEPT_ANNOTATIONS = ("phalanx.dev/", "scheduling.volcano.sh/queue-name")
 TIME_LIMIT_MARK = str(EvictionReason.TIME_LIMIT_EXCEEDED)
 """The `phalanx.dev/suspended-for` of a RayCluster suspended at its gang's time limit."""
 KEPT_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
-T = TypeVar("T")
 
 
 def parse_time(value: object) -> float | None:
@@ -298,27 +297,34 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         managed_by=_managed_by(body),
         started=parse_time(_map(body.get("status")).get("startTime")),
         suspend_refused=suspend_refused(body),
-        spec_queue=_named(_scheduling_policy(body, "queue"), str),
-        spec_min_member=_named(_scheduling_policy(body, "minAvailable"), int),
+        spec_queue=_policy_queue(_scheduling_policy(body)),
+        spec_min_member=_policy_min_available(_scheduling_policy(body)),
     )
 
 
-def _scheduling_policy(body: Mapping[str, Any], key: str) -> tuple[str, object] | None:
-    """A Kubeflow v1 job's `spec.runPolicy.schedulingPolicy.<key>` (what Volcano users set for
-    the Training Operator's gang scheduling: `queue`, `minAvailable`), as (field, value); None
-    for other kinds."""
+POLICY = "spec.runPolicy.schedulingPolicy"
+
+
+def _scheduling_policy(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Kubeflow v1 job's `spec.runPolicy.schedulingPolicy`, what Volcano users set for the
+    Training Operator's gang scheduling ({} for other kinds)."""
     if body.get("kind") not in ("PyTorchJob", "MPIJob"):
-        return None
-    policy = _map(_map(_map(body.get("spec")).get("runPolicy")).get("schedulingPolicy"))
-    return f"spec.runPolicy.schedulingPolicy.{key}", policy.get(key)
+        return {}
+    return _map(_map(_map(body.get("spec")).get("runPolicy")).get("schedulingPolicy"))
 
 
-def _named(found: tuple[str, object] | None, kind: type[T]) -> tuple[str, T] | None:
-    """`found` when its value is of `kind` (never a bool): an unset field or one of the wrong
+def _policy_queue(policy: Mapping[str, Any]) -> tuple[str, str] | None:
+    queue = policy.get("queue")
+    return (f"{POLICY}.queue", queue) if isinstance(queue, str) else None
+
+
+def _policy_min_available(policy: Mapping[str, Any]) -> tuple[str, int] | None:
+    """Any integer (the core refuses one out of range, naming the field); unset or of another
     type reads as unset (the API server validated it against the CRD's schema)."""
-    if found is None or not isinstance(found[1], kind) or isinstance(found[1], bool):
+    count = policy.get("minAvailable")
+    if not isinstance(count, int) or isinstance(count, bool):
         return None
-    return found[0], found[1]
+    return f"{POLICY}.minAvailable", count
 
 
 def _managed_by(body: Mapping[str, Any]) -> str | None:

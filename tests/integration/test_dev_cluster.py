@@ -116,6 +116,32 @@ def test_run_for_pods_succeed_on_time_and_job_pods_run_until_deleted(
     assert _phase(cluster, namespace, name) == "Running"
 
 
+def test_a_run_for_pod_failed_by_hand_stays_failed(cluster: Cluster, namespace: str) -> None:
+    """Tests and walks fail a member with a status patch; kwok must not turn it Succeeded when
+    its run-for comes (it did: its pending stage outlived the patch). `twin` starts after
+    `fails` with the same run-for, so once `twin` has succeeded, `fails`'s run-for has come."""
+    for name in ("fails", "twin"):
+        cluster.core.create_namespaced_pod(
+            namespace, gang_pod(name, None, 1, run_for="6s", scheduler="default-scheduler")
+        )
+        wait_for(
+            lambda name=name: _phase(cluster, namespace, name) == "Running",
+            timeout=60,
+            what=f"pod `{name}` to be Running",
+        )
+    cluster.core.patch_namespaced_pod_status(
+        "fails", namespace, {"status": {"phase": "Failed"}}
+    )
+    wait_for(
+        lambda: _phase(cluster, namespace, "twin") == "Succeeded",
+        timeout=60,
+        what="pod `twin` (run-for 6s, started after `fails`) to reach Succeeded",
+    )
+    assert _phase(cluster, namespace, "fails") == "Failed", (
+        "kwok turned a pod failed by hand Succeeded at its run-for"
+    )
+
+
 @pytest.mark.slow
 def test_large_shape_comes_up_with_all_nodes_ready() -> None:
     """The scale shape on a second cluster beside the session's one, then taken down again."""

@@ -10,7 +10,9 @@ defaults (node ones included), so we assemble the set ourselves at run time:
 - our deletion stages: a deleted pod that a finalizer holds becomes Failed first (as a kubelet
   would report it), and is removed once no finalizer holds it;
 - our `phalanx-pod-run-for` stage: a Running pod annotated `phalanx.dev/run-for: "30s"` becomes
-  Succeeded that long after it started (kwok evaluates the annotation as a Go duration).
+  Succeeded that long after it started (kwok evaluates the annotation as a Go duration);
+- our `phalanx-pod-over` stage, which does nothing: it only replaces kwok's pending run-for
+  job of a pod that ended some other way (see `OVER_STAGE`).
 
 Pods without the annotation, Job pods included, run until deleted.
 """
@@ -146,6 +148,34 @@ spec:
 """
 
 
+# kwok plays a delayed stage without matching its selector again, and a pod update that matches
+# no stage leaves the pending one queued (`PodController.preprocess` returns before it would
+# replace it). So a run-for pod failed by hand (`kubectl patch --subresource=status`, as the
+# tests and walks fail a member) turned Succeeded when its run-for came: walked, a Job's gang
+# ended "3 of 2 members succeeded" and its failed member read as a success, a transition no
+# kubelet makes. A stage that matches a pod that is over, and does nothing, replaces (cancels)
+# the pending job.
+OVER_STAGE = """apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: phalanx-pod-over
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Succeeded'
+      - 'Failed'
+  next: {}
+"""
+
+
 def kwok_module_dir() -> Path:
     """The kwok module's folder in the Go module cache, downloading it if it is not there."""
     go = require_go()
@@ -168,4 +198,4 @@ def stage_documents() -> list[str]:
     """Every Stage document the fake cluster runs with, as YAML texts."""
     base = kwok_module_dir()
     docs = [(base / f).read_text() for f in KWOK_STAGE_FILES]
-    return [*docs, TERMINATE_STAGE, DELETE_STAGE, RUN_FOR_STAGE]
+    return [*docs, TERMINATE_STAGE, DELETE_STAGE, RUN_FOR_STAGE, OVER_STAGE]

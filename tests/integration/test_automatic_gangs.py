@@ -821,3 +821,97 @@ def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(
     assert names.get(failed) == "Failed", names
     job_now = cluster.batch.read_namespaced_job("fails", ns)
     assert not job_now.spec.suspend and job_now.status.failed == 1, job_now.status
+
+
+def test_a_running_jobs_gang_scaled_down_and_up_again_runs_on_and_places_the_new_pod(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    operator: OperatorProcess,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A Job of 3 running pods scaled to 2 (the Job controller removes one) and back to 3: the
+    new pod is bound beside the 2 that ran on, and the gang is never evicted. Before, the
+    gang's minimum, lowered to 2 by the scale-down, was 3 again with the third pod still
+    pending, and the gang was evicted whole as a member failure with none failed (walked with
+    a PyTorchJob scaled 4 → 3 → 4: "3 of 4 members left (0 failed, 0 lost, 0 deleted)")."""
+    label_namespace(cluster, ns, "default")
+    body = job("scale", 3, gpus=1)
+    body["spec"]["completions"] = 10  # its gang is its parallelism: min(parallelism, completions)
+    body["spec"]["backoffLimit"] = 5
+    selector = "batch.kubernetes.io/job-name=scale"
+    first = run_job(cluster, custom, ns, body)
+    cluster.batch.patch_namespaced_job("scale", ns, {"spec": {"parallelism": 2}})
+    kept = wait_bound(cluster, ns, selector, 2)
+    kept_names = {p.metadata.name for p in kept}
+    assert kept_names < {p.metadata.name for p in first}, (kept_names, first)
+    cluster.batch.patch_namespaced_job("scale", ns, {"spec": {"parallelism": 3}})
+    again = wait_bound(cluster, ns, selector, 3)
+    assert kept_names < {p.metadata.name for p in again}, "the 2 that ran on were evicted"
+    wait_cycles(operator, CYCLES)
+    now = [p for p in pods_by(cluster, ns, selector) if not p.metadata.deletion_timestamp]
+    assert {p.metadata.name for p in now} == {p.metadata.name for p in again}, now
+    status = group_status(custom, ns, "job-scale")
+    assert status.get("phase") == "Running", status
+    evicted = [c for c in status.get("conditions", []) if c["type"] == "Evicted"]
+    assert all(c["status"] == "False" for c in evicted), evicted
+    assert not status.get("memberFailures"), status
+
+
+def test_an_elastic_pytorchjob_starts_with_its_min_replicas_and_the_rest_join_as_they_fit(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    operator: OperatorProcess,
+    policies: Any,  # noqa: F811
+) -> None:
+    """An elastic PyTorchJob (`elasticPolicy` minReplicas 2, maxReplicas 4) of 4 workers of 8
+    GPUs on a leaf of 4 nodes, 2 of them taken: its gang needs 2 (`memberFailure: keep`), so 2
+    workers run at once and the other 2 are bound once the nodes free up. Before, its gang was
+    all 4 and none ran while any node of the leaf was taken."""
+    label_namespace(cluster, ns, "default")
+    leaf = str(cluster.core.list_node().items[0].metadata.labels[LEAF])
+    on_leaf = {LEAF: leaf}
+    for i in range(2):
+        cluster.core.create_namespaced_pod(
+            ns,
+            gang_pod(f"blocker-{i}", None, 8, scheduler="default-scheduler", node_selector=on_leaf),
+        )
+    wait_bound(cluster, ns, "!training.kubeflow.org/job-name", 2)
+    template = pod_template(8, scheduler=None)
+    template["spec"]["containers"][0]["name"] = "pytorch"
+    template["spec"]["nodeSelector"] = on_leaf
+    body = {
+        "apiVersion": f"{PYTORCHJOB_API[0]}/{PYTORCHJOB_API[1]}",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "el"},
+        "spec": {
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "rdzvBackend": "c10d"},
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": 4, "restartPolicy": "OnFailure", "template": template}
+            },
+        },
+    }
+    create_workload(custom, PYTORCHJOB_API, ns, body)
+    group = wait_group(custom, ns, "pytorchjob-el", 2)
+    assert group["spec"].get("memberFailure") == "keep", group["spec"]
+    selector = "training.kubeflow.org/job-name=el"
+
+    def bound() -> list[Any]:
+        return [p for p in pods_by(cluster, ns, selector) if p.spec.node_name]
+
+    wait_for(
+        lambda: (
+            len(bound()) == 2
+            and group_status(custom, ns, "pytorchjob-el").get("phase") == "Running"
+        ),
+        timeout=60,
+        what="2 workers of the elastic PyTorchJob el bound and its gang Running",
+    )
+    wait_cycles(operator, CYCLES)
+    assert len(bound()) == 2, "more workers bound than nodes were free"
+    for i in range(2):
+        cluster.core.delete_namespaced_pod(f"blocker-{i}", ns, grace_period_seconds=0)
+    wait_bound(cluster, ns, selector, 4)
+    status = group_status(custom, ns, "pytorchjob-el")
+    assert status.get("phase") == "Running", status

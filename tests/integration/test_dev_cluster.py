@@ -129,9 +129,7 @@ def test_a_run_for_pod_failed_by_hand_stays_failed(cluster: Cluster, namespace: 
             timeout=60,
             what=f"pod `{name}` to be Running",
         )
-    cluster.core.patch_namespaced_pod_status(
-        "fails", namespace, {"status": {"phase": "Failed"}}
-    )
+    cluster.core.patch_namespaced_pod_status("fails", namespace, {"status": {"phase": "Failed"}})
     wait_for(
         lambda: _phase(cluster, namespace, "twin") == "Succeeded",
         timeout=60,

@@ -112,7 +112,11 @@ class Workload:
     spec_min_member: tuple[str, int] | None = None
     """(field, count): how many of its pods its spec says the gang needs — a Kubeflow v1 job's
     `spec.runPolicy.schedulingPolicy.minAvailable`; the `phalanx.dev/min-member` annotation
-    overrides it."""
+    overrides it. An elastic PyTorchJob's is its `spec.elasticPolicy.minReplicas` (plus its
+    other replicas) unless `minAvailable` is set."""
+    member_failure: str | None = None
+    """`memberFailure` its gang's PodGroup gets ("keep" for an elastic PyTorchJob, whose
+    workers may leave and be replaced while the rest train on); None: the operator's default."""
 
     @property
     def title(self) -> str:
@@ -148,6 +152,7 @@ class AutoGang:
     topology_required: str | None = None
     topology_preferred: str | None = None
     time_limit: int | None = None
+    member_failure: str | None = None
     state: str = "Active"
     queue_source: str = ""
     """Which label (annotation) of which object named `queue` ("" for the default)."""
@@ -168,6 +173,7 @@ class AutoGang:
             self.topology_required,
             self.topology_preferred,
             self.time_limit,
+            self.member_failure,
         )
 
     @property
@@ -185,6 +191,7 @@ class ManagedSpec:
     topology_required: str | None
     topology_preferred: str | None
     time_limit: int | None
+    member_failure: str | None = None
 
 
 def needs_remake(
@@ -310,6 +317,7 @@ def resolve(
         queue=queue,
         queue_source=queue_source,
         state=top.state,
+        member_failure=top.member_failure,
     )
     if unsupported:
         return _with_problem(base, f"{top.title}: {unsupported}")

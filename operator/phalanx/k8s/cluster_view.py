@@ -578,6 +578,7 @@ def _managed_spec(group: GroupRec) -> ManagedSpec:
         group.topology_required,
         group.topology_preferred,
         int(group.time_limit) if group.time_limit is not None else None,
+        group.member_failure,
     )
 
 

@@ -44,6 +44,8 @@ def managed_group_body(namespace: str, auto: AutoGang, pod: PodRec) -> dict[str,
         spec["topology"] = topology
     if auto.time_limit is not None:
         spec["timeLimitSeconds"] = auto.time_limit
+    if auto.member_failure is not None:
+        spec["memberFailure"] = auto.member_failure
     if pod.priority_class:
         spec["priorityClassName"] = pod.priority_class
     return {

@@ -298,7 +298,8 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         started=parse_time(_map(body.get("status")).get("startTime")),
         suspend_refused=suspend_refused(body),
         spec_queue=_policy_queue(_scheduling_policy(body)),
-        spec_min_member=_policy_min_available(_scheduling_policy(body)),
+        spec_min_member=_policy_min_available(_scheduling_policy(body)) or _elastic_min(body),
+        member_failure="keep" if _elastic_min(body) is not None else None,
     )
 
 
@@ -325,6 +326,26 @@ def _policy_min_available(policy: Mapping[str, Any]) -> tuple[str, int] | None:
     if not isinstance(count, int) or isinstance(count, bool):
         return None
     return f"{POLICY}.minAvailable", count
+
+
+ELASTIC = "spec.elasticPolicy.minReplicas"
+
+
+def _elastic_min(body: Mapping[str, Any]) -> tuple[str, int] | None:
+    """An elastic PyTorchJob's (`torchrun --nnodes=MIN:MAX`) smallest run: `minReplicas`
+    workers plus its other replicas (a Master), None for any other job. The Training Operator
+    runs it with as few as `minReplicas` workers and lets them join and leave (scaled by its
+    HPA, or by hand), so all of its `replicas` are not one gang: the rest are placed as they
+    fit, and a member that leaves is replaced, not a reason to restart the rest."""
+    if body.get("kind") != "PyTorchJob":
+        return None
+    spec = _map(body.get("spec"))
+    count = _map(spec.get("elasticPolicy")).get("minReplicas")
+    if not isinstance(count, int) or isinstance(count, bool):
+        return None
+    replicas = _map(spec.get("pytorchReplicaSpecs"))
+    others = _replica_sum({k: v for k, v in replicas.items() if k != "Worker"})
+    return (f"{ELASTIC} (+ {others} of its other replicas)" if others else ELASTIC), count + others
 
 
 def _managed_by(body: Mapping[str, Any]) -> str | None:

@@ -35,6 +35,7 @@ STS = OwnerRef("apps/v1", "StatefulSet", "serve-0", "sts-uid")
 RS = OwnerRef("apps/v1", "ReplicaSet", "web-5d8f", "rs-uid")
 POLICY_QUEUE = "spec.runPolicy.schedulingPolicy.queue"
 POLICY_MIN = "spec.runPolicy.schedulingPolicy.minAvailable"
+ELASTIC_MIN = "spec.elasticPolicy.minReplicas"
 
 
 def wl(
@@ -344,6 +345,24 @@ CASES: dict[str, Case] = {
             min_member=4,
             problem_reason="Invalid",
             problem=f"PyTorchJob team-a/ptj: {POLICY_MIN} is 5, not between 1 and the 4 pods "
+            "it runs: the gang could never start",
+        ),
+    ),
+    "an elastic PyTorchJob: minMember its minReplicas, memberFailure keep": Case(
+        pod(PYTORCHJOB),
+        [wl(PYTORCHJOB, 4, spec_min_member=(ELASTIC_MIN, 2), member_failure="keep")],
+        AutoGang(name="pytorchjob-ptj", owner=PYTORCHJOB, min_member=2, member_failure="keep"),
+    ),
+    "an elastic PyTorchJob's minReplicas above its pods makes the gang Invalid": Case(
+        pod(PYTORCHJOB),
+        [wl(PYTORCHJOB, 2, spec_min_member=(ELASTIC_MIN, 3), member_failure="keep")],
+        AutoGang(
+            name="pytorchjob-ptj",
+            owner=PYTORCHJOB,
+            min_member=2,
+            member_failure="keep",
+            problem_reason="Invalid",
+            problem=f"PyTorchJob team-a/ptj: {ELASTIC_MIN} is 3, not between 1 and the 2 pods "
             "it runs: the gang could never start",
         ),
     ),

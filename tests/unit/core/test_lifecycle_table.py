@@ -245,6 +245,38 @@ CASES = [
         "MemberFailed",
     ),
     Case(
+        "grown while running (its workload scaled up): the new member pending, none gone",
+        facts("RRRP", recorded_phase="Running", scheduled_at=900.0),
+        Phase.RUNNING,
+        Action.RUN,
+    ),
+    Case(
+        "grown, and a member failed too: a member failure",
+        facts("FRRP", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "grown by two, one pod not made yet: a member is missing",
+        facts("RRP", recorded_phase="Running", scheduled_at=900.0),
+        Phase.DEGRADED,
+        Action.EVICT,
+        "MemberFailed",
+    ),
+    Case(
+        "keep, degraded, its replacement pending: still degraded",
+        facts(
+            "RRRP",
+            recorded_phase="Degraded",
+            scheduled_at=900.0,
+            member_failure=MemberFailure.KEEP,
+        ),
+        Phase.DEGRADED,
+        Action.RUN,
+        "MemberFailed",
+    ),
+    Case(
         "a failed member beside a whole gang (extras) is no failure of the gang",
         facts("FRRRR", recorded_phase="Running", scheduled_at=900.0),
         Phase.RUNNING,

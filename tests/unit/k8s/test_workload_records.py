@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from phalanx.core.autogang import Workload
 from phalanx.k8s.records import job_record, pod_record
 from phalanx.k8s.workload_records import workload_record
 
@@ -360,3 +361,40 @@ def test_a_kubeflow_jobs_scheduling_policy_names_its_queue_and_min_member() -> N
         body("batch/v1", "Job", {**job_spec(2), "runPolicy": {"schedulingPolicy": policy}})
     )
     assert job is not None and (job.spec_queue, job.spec_min_member) == (None, None)
+
+
+def test_an_elastic_pytorchjob_is_a_gang_of_its_min_replicas_that_keeps_running() -> None:
+    """`elasticPolicy.minReplicas` workers plus its other replicas (a Master) make its gang,
+    with `memberFailure: keep`; `schedulingPolicy.minAvailable`, when set, is still what
+    counts; a PyTorchJob that is not elastic keeps the operator's default."""
+
+    def ptj(spec: dict[str, object]) -> Workload:
+        rec = workload_record(body("kubeflow.org/v1", "PyTorchJob", spec))
+        assert rec is not None
+        return rec
+
+    workers = {"Worker": {"replicas": 4}}
+    elastic = ptj({"elasticPolicy": {"minReplicas": 2}, "pytorchReplicaSpecs": workers})
+    assert (elastic.members, elastic.spec_min_member) == (4, ("spec.elasticPolicy.minReplicas", 2))
+    assert elastic.member_failure == "keep"
+    with_master = ptj(
+        {
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4},
+            "pytorchReplicaSpecs": {**workers, "Master": {"replicas": 1}},
+        }
+    )
+    assert with_master.spec_min_member == (
+        "spec.elasticPolicy.minReplicas (+ 1 of its other replicas)",
+        3,
+    )
+    policy = ptj(
+        {
+            "elasticPolicy": {"minReplicas": 2},
+            "runPolicy": {"schedulingPolicy": {"minAvailable": 4}},
+            "pytorchReplicaSpecs": workers,
+        }
+    )
+    assert policy.spec_min_member == ("spec.runPolicy.schedulingPolicy.minAvailable", 4)
+    assert policy.member_failure == "keep"
+    plain = ptj({"elasticPolicy": {"maxReplicas": 4}, "pytorchReplicaSpecs": workers})
+    assert (plain.spec_min_member, plain.member_failure) == (None, None)

@@ -76,6 +76,8 @@ class _Cycle:
     bound_leaves: dict[str, list[int]] = field(default_factory=dict)
     #: Waiting members of running gangs placed this cycle (`CycleResult.extra_bindings`).
     extra_bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: Why waiting members of running gangs were not placed (`CycleResult.extras_waiting`).
+    extras_waiting: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, GangDecision] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     reservations: dict[str, Reservation] = field(default_factory=dict)
@@ -1608,11 +1610,14 @@ class Walk:
             )
             self.c.bound[gid].extend(got)
         for rx in self.prep.running_extras:
+            why: list[str] = []
             got = self._place_members(
-                rx.queue, rx.extras, rx.nodes, rx.required_level, rx.end, rx.gang_id
+                rx.queue, rx.extras, rx.nodes, rx.required_level, rx.end, rx.gang_id, why
             )
             if got:
                 self.c.extra_bound[rx.gang_id] = got
+            if why:
+                self.c.extras_waiting[rx.gang_id] = why[0]
 
     def _place_members(
         self,
@@ -1622,9 +1627,12 @@ class Walk:
         required_level: int | None,
         end: float,
         gid: str,
+        why: list[str] | None = None,
     ) -> list[tuple[str, int]]:
         """Place `extras` one by one: on the gang's nodes first, then its leaves, then anywhere
-        within its required domain (anywhere at all without one)."""
+        within its required domain (anywhere at all without one). `why` gets, for the first
+        member left waiting, what keeps it out (its pods say so: walked, the 2 workers of an
+        elastic PyTorchJob that did not fit sat Pending with no condition and no Event)."""
         st, topo = self.state, self.prep.topo
         view = NowView(st, self.now, end, self.c.cache, node_cache=self.c.node_cache)
         used = list(nodes)
@@ -1638,7 +1646,15 @@ class Walk:
         for member, shape in extras:
             if queue is not None and queue.limit is not None:
                 limit = queue.limit
-                if any(queue.alloc[i] + v > limit[i] for i, v in enumerate(shape.vec) if v):
+                over = [i for i, v in enumerate(shape.vec) if v and queue.alloc[i] + v > limit[i]]
+                if over:
+                    if why is not None and not why:
+                        i = over[0]
+                        why.append(
+                            f"its queue {queue.name} holds {queue.alloc[i]} of its limit of "
+                            f"{limit[i]} {self.prep.index.names[i]}; this member needs "
+                            f"{shape.vec[i]} more"
+                        )
                     continue
             cands = list(used)
             for lf in leaves:
@@ -1660,7 +1676,28 @@ class Walk:
                     if n not in used:
                         used.append(n)
                     break
+            else:
+                if why is not None and not why:
+                    why.append(
+                        _why_member_waits(st, view, shape, [n for n in cands if n in feasible])
+                    )
         return placed
+
+
+def _why_member_waits(st: ClusterState, view: NowView, shape: Shape, nodes: list[int]) -> str:
+    """Why a member of a running gang fits on none of `nodes` (those it may use), with the
+    numbers: the most GPUs free on one of them now, and how many more are free but held for
+    reservations."""
+    if not nodes:
+        return "no node it may use (its node selector, affinity, tolerations, topology) exists"
+    if shape.gpu <= 0:
+        return "it fits on no node it may use now"
+    usable = max(view.node_capacity(n)[0] for n in nodes)
+    free = max(st.free[n][0] for n in nodes)
+    held = f" ({free} free on one, held for reservations of waiting gangs)" if free > usable else ""
+    return (
+        f"needs {shape.gpu} GPUs on one node; the most free on a node it may use is {usable}{held}"
+    )
 
 
 class _IgnoreHolds(NowView):
@@ -1868,6 +1905,7 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             for gid, got in sorted(c.extra_bound.items())
         },
         speculative=dict(sorted(c.speculative.items())),
+        extras_waiting=dict(sorted(c.extras_waiting.items())),
     )
 
 

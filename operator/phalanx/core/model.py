@@ -673,6 +673,9 @@ class CycleResult:
     extra_bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Gang id → pod id → node for waiting members of gangs that already run: each bind stands
     alone (one that fails leaves that pod pending, never rolls the gang back)."""
+    extras_waiting: Mapping[str, str] = field(default_factory=dict)
+    """Gang id → why its waiting members (beyond `minMember`, or replacements) were not placed
+    this cycle, for gangs that already run: said on those pods."""
     speculative: Mapping[str, float] = field(default_factory=dict)
     """Gang id → `RunningGang.yield_by` for gangs of `bindings` started speculatively on
     capacity held for reservations (`Policy.speculate`): the simulator keeps it with the gang.

@@ -586,14 +586,25 @@ class Reporter:
         now = time.monotonic()
         every = self.config.pod_condition_refresh_s
         budget = POD_CONDITIONS_PER_CYCLE - len(self.pod_writes)
+        waits: list[tuple[Gang, str, Mapping[str, str]]] = []
         for key in sorted(view.pending):
             core = result.gangs.get(key)
             if core is None or key in result.bindings or core.reason in _BOUND:
                 continue
-            gang = view.gangs[key]
-            message = core.message
+            waits.append((view.gangs[key], core.message, {}))
+        for key, why in result.extras_waiting.items():
+            # Members of a gang that runs (beyond minMember, or replacements) that did not fit.
+            gang = view.gangs.get(key)
+            if gang is not None:
+                bound = gang.status.get("bound")
+                runs = f"{bound} pods bound" if isinstance(bound, int) else "it runs"
+                message = (
+                    f"waits to join its running gang ({runs}, minMember {gang.min_member}): " + why
+                )
+                waits.append((gang, message, result.extra_bindings.get(key, {})))
+        for gang, message, placed in waits:
             for pod in gang.pods:
-                if pod.node_name or pod.deleting or pod.uid in self.pod_writes:
+                if pod.node_name or pod.deleting or pod.uid in self.pod_writes or pod.key in placed:
                     continue
                 shown = pod.scheduled
                 if shown is not None and shown == ("False", "Unschedulable", message):

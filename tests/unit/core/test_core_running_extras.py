@@ -7,7 +7,7 @@ Fabric: 1 spine × 2 leaves × 2 nodes × 8 GPUs (s0-l0-n00, s0-l0-n01, s0-l1-n0
 
 from __future__ import annotations
 
-from core_builders import DEFAULT_POLICY, fabric, gang, running, snapshot
+from core_builders import DEFAULT_POLICY, fabric, gang, queue, running, snapshot
 
 from phalanx.core import Reason, schedule
 
@@ -32,6 +32,9 @@ def test_a_late_member_waits_when_nothing_fits_and_nothing_is_rolled_back() -> N
     result = schedule(snap, DEFAULT_POLICY, NOW)
     assert result.extra_bindings == {}
     assert result.evictions == ()
+    assert result.extras_waiting == {
+        "ns/el": "needs 8 GPUs on one node; the most free on a node it may use is 0"
+    }
 
 
 def test_a_required_leaf_keeps_replacements_under_it() -> None:
@@ -44,7 +47,12 @@ def test_a_required_leaf_keeps_replacements_under_it() -> None:
             running("other").on("s0-l0-n01"),
         ],
     )
-    assert schedule(snap, DEFAULT_POLICY, NOW).extra_bindings == {}
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {}
+    # s0-l1's nodes have 8 free each, but the gang may not leave its leaf.
+    assert result.extras_waiting == {
+        "ns/el": "needs 8 GPUs on one node; the most free on a node it may use is 0"
+    }
 
 
 def test_pending_gangs_come_before_running_gangs_extras() -> None:
@@ -89,3 +97,24 @@ def test_a_finished_gangs_members_still_bound_are_charged_but_not_a_running_gang
     q = schedule(snap, DEFAULT_POLICY, NOW).queues["default"]
     assert q.allocated["nvidia.com/gpu"] == 16
     assert q.running_gangs == 1
+
+
+def test_a_late_member_past_its_queues_limit_waits_and_says_so() -> None:
+    """Queue `capped` may hold 8 GPUs and el holds 8 on s0-l0-n00: its second pod, though
+    s0-l0-n01 is free, waits, naming the limit."""
+    snap = snapshot(
+        fabric(1, 1, 2),
+        queues=[queue("capped").limit(gpu=8)],
+        running=[running("el").queue("capped").on("s0-l0-n00").waiting(1)],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {}
+    assert result.extras_waiting == {
+        "ns/el": "its queue capped holds 8 of its limit of 8 nvidia.com/gpu; this member "
+        "needs 8 more"
+    }
+
+
+def test_a_late_member_that_fits_says_nothing() -> None:
+    snap = snapshot(fabric(1, 2, 2), running=[running("el").on("s0-l0-n00").waiting(1)])
+    assert schedule(snap, DEFAULT_POLICY, NOW).extras_waiting == {}

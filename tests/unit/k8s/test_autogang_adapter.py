@@ -162,6 +162,23 @@ def test_a_running_gang_whose_job_is_scaled_up_again_places_the_new_pod() -> Non
     )
 
 
+def test_a_running_gangs_member_that_does_not_fit_says_why_on_the_pod() -> None:
+    """An elastic job's extra worker (minMember 2, 2 bound on n1 and n2, 4 GPUs each of 8, and
+    the rest of each node taken by another gang) waits, and its pod says why with numbers."""
+    pods = [job_pod(f"train-{i}", node_name=f"n{i + 1}", phase="Running") for i in range(2)]
+    pods += [pod(f"other-{i}", gpus=4, node_name=f"n{i + 1}", phase="Running") for i in range(2)]
+    pods.append(job_pod("train-extra"))
+    group = managed(2, phase="Running", scheduledAt="2026-01-01T00:00:00Z", bound=2)
+    api = run(pods, [group], [job(3)])
+    assert not [c for c in api.calls if c[0] == "bind"], api.calls
+    cond = api.pod_conditions["train-extra"]
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert cond["message"] == (
+        "gang ns/job-train: waits to join its running gang (2 pods bound, minMember 2): needs 4 "
+        "GPUs on one node; the most free on a node it may use is 0"
+    )
+
+
 def test_a_pod_whose_job_is_gone_waits_and_is_reported() -> None:
     api = run([job_pod("train-0")], [], [])
     assert not [c for c in api.calls if c[0] in ("bind", "create-group")]

@@ -24,6 +24,7 @@ class FakeApi:
         self.failing = failing or set()
         self.pods: dict[str, dict[str, Any]] = {}
         self.statuses: list[dict[str, Any]] = []
+        self.pod_conditions: dict[str, Mapping[str, Any]] = {}
 
     async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
         self.calls.append(("bind", pod))
@@ -101,6 +102,7 @@ class FakeApi:
         self, namespace: str, pod: str, condition: Mapping[str, Any]
     ) -> None:
         self.calls.append(("pod-condition", pod))
+        self.pod_conditions[pod] = condition
 
     async def event(
         self, involved: Mapping[str, str], reason: str, message: str, kind_of_event: str = "Normal"

@@ -136,7 +136,8 @@ class Reporter:
         self.status_writes: dict[str, asyncio.Task[None]] = {}
         self.pod_writes: dict[str, asyncio.Task[None]] = {}
         self.pod_written: dict[str, tuple[str, str, float]] = {}
-        """Pod uid → (reason, message, when) of the `PodScheduled` condition last written."""
+        """Pod uid → (topic: `gang` or `extra`, message, when) of the `PodScheduled`
+        condition last written."""
         self._background: set[asyncio.Task[None]] = set()
         self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         self._pod_slots = asyncio.Semaphore(POD_CONDITION_WRITES)
@@ -586,23 +587,26 @@ class Reporter:
         now = time.monotonic()
         every = self.config.pod_condition_refresh_s
         budget = POD_CONDITIONS_PER_CYCLE - len(self.pod_writes)
-        waits: list[tuple[Gang, str, Mapping[str, str]]] = []
+        # (gang, what its waiting pods are told, pods placed now, topic): a message turning to
+        # another topic (a gang that started, its extras still waiting) is written at once;
+        # within one, numbers that drift are rewritten at most every `pod_condition_refresh_s`.
+        waits: list[tuple[Gang, str, Mapping[str, str], str]] = []
         for key in sorted(view.pending):
             core = result.gangs.get(key)
             if core is None or key in result.bindings or core.reason in _BOUND:
                 continue
-            waits.append((view.gangs[key], core.message, {}))
+            waits.append((view.gangs[key], core.message, {}, "gang"))
         for key, why in result.extras_waiting.items():
             # Members of a gang that runs (beyond minMember, or replacements) that did not fit.
             gang = view.gangs.get(key)
             if gang is not None:
-                bound = gang.status.get("bound")
-                runs = f"{bound} pods bound" if isinstance(bound, int) else "it runs"
+                bound = sum(1 for p in gang.pods if p.node_name and not p.deleting)
                 message = (
-                    f"waits to join its running gang ({runs}, minMember {gang.min_member}): " + why
+                    f"waits to join its running gang ({bound} pods bound, minMember "
+                    f"{gang.min_member}): {why}"
                 )
-                waits.append((gang, message, result.extra_bindings.get(key, {})))
-        for gang, message, placed in waits:
+                waits.append((gang, message, result.extra_bindings.get(key, {}), "extra"))
+        for gang, message, placed, topic in waits:
             for pod in gang.pods:
                 if pod.node_name or pod.deleting or pod.uid in self.pod_writes or pod.key in placed:
                     continue
@@ -610,15 +614,16 @@ class Reporter:
                 if shown is not None and shown == ("False", "Unschedulable", message):
                     continue
                 last = self.pod_written.get(pod.uid)
-                if last is not None and last[:2] == ("Unschedulable", message):
+                if last is not None and last[:2] == (topic, message):
                     continue
                 same_reason = shown is not None and shown[:2] == ("False", "Unschedulable")
-                if same_reason and last is not None and now - last[2] < every:
+                drifts = same_reason and last is not None and last[0] == topic
+                if drifts and last is not None and now - last[2] < every:
                     continue
                 if budget <= 0:
                     return  # the rest next cycle: a backlog's conditions never flood the server
                 budget -= 1
-                self.pod_written[pod.uid] = ("Unschedulable", message, now)
+                self.pod_written[pod.uid] = (topic, message, now)
                 cond = {
                     "type": "PodScheduled",
                     "status": "False",

@@ -179,6 +179,37 @@ def test_a_running_gangs_member_that_does_not_fit_says_why_on_the_pod() -> None:
     )
 
 
+def test_a_waiting_pods_condition_turns_at_once_when_its_gang_starts_without_it() -> None:
+    """Cycle 1: the gang (minMember 2 of 3 pods, 4 GPUs each) waits, every node full: its pods
+    say the gang's wait. Cycle 2: it runs on 2 and its third pod waits to join: that pod is
+    told so in the same minute, not left with the wait of a gang that no longer waits."""
+    others = [pod(f"other-{i}", gpus=8, node_name=f"n{i + 1}", phase="Running") for i in range(2)]
+    waiting = [job_pod(f"train-{i}") for i in range(2)] + [job_pod("train-extra")]
+    elastic = job(3)
+    elastic["metadata"]["annotations"] = {"phalanx.dev/min-member": "2"}
+    source = Source(waiting + others, [managed(2)], [elastic])
+    api = FakeApi()
+    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+    sched = Scheduler(config, api, source, clock=lambda: 1000.0)
+
+    async def cycle() -> None:
+        await sched.cycle()
+        await sched.settle()
+
+    asyncio.run(cycle())
+    assert "waits to join" not in api.pod_conditions["train-extra"]["message"]
+    half = [pod(f"other-{i}", gpus=4, node_name=f"n{i + 1}", phase="Running") for i in range(2)]
+    bound = [job_pod(f"train-{i}", node_name=f"n{i + 1}", phase="Running") for i in range(2)]
+    running = managed(2, phase="Running", scheduledAt="2026-01-01T00:00:00Z", bound=2)
+    extra = job_pod("train-extra")
+    extra["status"]["conditions"] = [dict(api.pod_conditions["train-extra"])]  # as written
+    sched.source = Source([*bound, extra, *half], [running], [elastic])
+    asyncio.run(cycle())
+    assert api.pod_conditions["train-extra"]["message"].startswith(
+        "gang ns/job-train: waits to join its running gang (2 pods bound, minMember 2)"
+    )
+
+
 def test_a_pod_whose_job_is_gone_waits_and_is_reported() -> None:
     api = run([job_pod("train-0")], [], [])
     assert not [c for c in api.calls if c[0] in ("bind", "create-group")]

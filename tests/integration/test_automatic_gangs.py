@@ -823,41 +823,6 @@ def test_a_member_that_fails_stays_failed_and_its_job_is_resumed_all_the_same(
     assert not job_now.spec.suspend and job_now.status.failed == 1, job_now.status
 
 
-def test_a_running_jobs_gang_scaled_down_and_up_again_runs_on_and_places_the_new_pod(
-    cluster: Cluster,
-    custom: Any,
-    ns: str,
-    operator: OperatorProcess,
-    policies: Any,  # noqa: F811
-) -> None:
-    """A Job of 3 running pods scaled to 2 (the Job controller removes one) and back to 3: the
-    new pod is bound beside the 2 that ran on, and the gang is never evicted. Before, the
-    gang's minimum, lowered to 2 by the scale-down, was 3 again with the third pod still
-    pending, and the gang was evicted whole as a member failure with none failed (walked with
-    a PyTorchJob scaled 4 → 3 → 4: "3 of 4 members left (0 failed, 0 lost, 0 deleted)")."""
-    label_namespace(cluster, ns, "default")
-    body = job("scale", 3, gpus=1)
-    body["spec"]["completions"] = 10  # its gang is its parallelism: min(parallelism, completions)
-    body["spec"]["backoffLimit"] = 5
-    selector = "batch.kubernetes.io/job-name=scale"
-    first = run_job(cluster, custom, ns, body)
-    cluster.batch.patch_namespaced_job("scale", ns, {"spec": {"parallelism": 2}})
-    kept = wait_bound(cluster, ns, selector, 2)
-    kept_names = {p.metadata.name for p in kept}
-    assert kept_names < {p.metadata.name for p in first}, (kept_names, first)
-    cluster.batch.patch_namespaced_job("scale", ns, {"spec": {"parallelism": 3}})
-    again = wait_bound(cluster, ns, selector, 3)
-    assert kept_names < {p.metadata.name for p in again}, "the 2 that ran on were evicted"
-    wait_cycles(operator, CYCLES)
-    now = [p for p in pods_by(cluster, ns, selector) if not p.metadata.deletion_timestamp]
-    assert {p.metadata.name for p in now} == {p.metadata.name for p in again}, now
-    status = group_status(custom, ns, "job-scale")
-    assert status.get("phase") == "Running", status
-    evicted = [c for c in status.get("conditions", []) if c["type"] == "Evicted"]
-    assert all(c["status"] == "False" for c in evicted), evicted
-    assert not status.get("memberFailures"), status
-
-
 def test_an_elastic_pytorchjob_starts_with_its_min_replicas_and_the_rest_join_as_they_fit(
     cluster: Cluster,
     custom: Any,

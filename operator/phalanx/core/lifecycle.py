@@ -386,20 +386,19 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         return LifecycleDecision(Phase.RUNNING, Action.RUN, need=need, member_failures=failures)
 
     gone = n.failed + n.lost + n.terminating
-    # A member deleted outright (no finalizer holds it) is not there to count: it is the
-    # difference, so the numbers in the message add up to minMember.
-    vanished = max(0, facts.min_member - (n.live + n.succeeded + n.pending + gone))
-    if recorded == Phase.RUNNING and n.live and not gone and not vanished:
-        # Short of minMember with every member it had still there and the rest pending: its
-        # workload grew (a Job's parallelism, a PyTorchJob's replicas raised again after a
-        # scale-down, which lowered the gang's minimum while it ran). No member failed; the
-        # new pods are placed as they fit. Walked: an elastic PyTorchJob scaled 4 → 3 → 4
-        # workers was evicted whole "3 of 4 members left (0 failed, 0 lost, 0 deleted)".
-        return LifecycleDecision(Phase.RUNNING, Action.RUN, need=need, member_failures=failures)
     if ran and (n.live or gone):
+        # A member deleted outright (no finalizer holds it) is not there to count: it is the
+        # difference, so the numbers in the message add up to minMember. Its controller may
+        # have made it again already (a PyTorchJob's pod of the same name, within the same
+        # second): that new pod is pending, and said so. Why that is still a member failure,
+        # and a workload scaled up again while it runs is one too: see `docs/design.md`.
+        deleted = max(0, facts.min_member - (n.live + n.succeeded + gone))
+        again = min(n.pending, deleted)
         what = (
             f"{n.live + n.succeeded} of {facts.min_member} members left "
-            f"({n.failed} failed, {n.lost} lost, {n.terminating + vanished} deleted)"
+            f"({n.failed} failed, {n.lost} lost, {n.terminating + deleted} deleted"
+            + (f"; {again} new pod{'s' if again > 1 else ''} pending" if again else "")
+            + ")"
         )
         if (facts.member_failure or policy.member_failure) is MemberFailure.KEEP:
             return LifecycleDecision(

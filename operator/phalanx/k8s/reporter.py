@@ -602,7 +602,8 @@ class Reporter:
             if gang is not None:
                 bound = sum(1 for p in gang.pods if p.node_name and not p.deleting)
                 message = (
-                    f"waits to join its running gang ({bound} pods bound, minMember "
+                    f"waits to join its running gang ({bound} pod{'' if bound == 1 else 's'} "
+                    f"bound, minMember "
                     f"{gang.min_member}): {why}"
                 )
                 waits.append((gang, message, result.extra_bindings.get(key, {}), "extra"))

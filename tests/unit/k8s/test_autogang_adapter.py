@@ -149,19 +149,6 @@ def test_a_running_gang_whose_job_is_scaled_down_is_not_evicted() -> None:
     )
 
 
-def test_a_running_gang_whose_job_is_scaled_up_again_places_the_new_pod() -> None:
-    """minMember 3 when it started; scaled down to 2 while it ran (one pod removed), then up to
-    3 again: the Job's new pod is placed beside the 2 running, nothing is evicted."""
-    pods = [job_pod(f"train-{i}", node_name="n1", phase="Running") for i in range(2)]
-    pods.append(job_pod("train-new"))
-    group = managed(3, phase="Running", scheduledAt="2026-01-01T00:00:00Z")
-    api = run(pods, [group], [job(3)])
-    assert [c for c in api.calls if c[0] == "bind"] == [("bind", "train-new")], api.calls
-    assert not [c for c in api.calls if c[0] in ("evict", "delete", "evicted", "delete-group")], (
-        api.calls
-    )
-
-
 def test_a_running_gangs_member_that_does_not_fit_says_why_on_the_pod() -> None:
     """An elastic job's extra worker (minMember 2, 2 bound on n1 and n2, 4 GPUs each of 8, and
     the rest of each node taken by another gang) waits, and its pod says why with numbers."""

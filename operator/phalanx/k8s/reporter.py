@@ -511,22 +511,47 @@ class Reporter:
             if d is None or d.phase not in (Phase.SUCCEEDED, Phase.FAILED) or gang.group is None:
                 continue
             # A managed PodGroup is made again by the operator once deleted; a hand-written
-            # one is the user's to apply again.
-            again = (
-                "the operator makes it again for their workload"
-                if gang.group.managed
-                else "apply it again"
-            )
+            # one is the user's to apply again. A pod its workload left behind when it ended
+            # (an elastic PyTorchJob's worker that never fitted) is not to be run at all.
+            auto = gang.auto
+            if auto is not None and auto.owner is not None and auto.state in ("Complete", "Failed"):
+                owner = f"{auto.owner.kind} {gang.group.namespace}/{auto.owner.name}"
+                ended = "succeeded" if auto.state == "Complete" else "failed"
+                message = (
+                    f"its PodGroup {gang.key} is {d.phase}, as {owner} {ended}: this pod, left "
+                    "by it, is never placed (delete the pod, or the workload)"
+                )
+            else:
+                again = (
+                    "the operator makes it again for their workload"
+                    if gang.group.managed
+                    else "apply it again"
+                )
+                message = (
+                    f"its PodGroup {gang.key} is {d.phase} and takes no new pods: delete it "
+                    f"({again}) to run them"
+                )
             for pod in gang.pods:
                 if pod.node_name or pod.deleting:
                     continue
-                self._tell_pod(
-                    pod,
-                    "PodGroupFinished",
-                    f"its PodGroup {gang.key} is {d.phase} and takes no new pods: delete it "
-                    f"({again}) to run them",
-                    "Warning",
-                )
+                self._tell_pod(pod, "PodGroupFinished", message, "Warning")
+                if pod.scheduled is not None and pod.scheduled[:2] == ("False", "Unschedulable"):
+                    # Said while it waited: an autoscaler would still add nodes for it.
+                    self._replace_unschedulable(pod, "PodGroupFinished", message)
+
+    def _replace_unschedulable(self, pod: PodRec, reason: str, message: str) -> None:
+        if pod.uid in self.pod_writes or self.pod_written.get(pod.uid, ("",))[0] == reason:
+            return
+        self.pod_written[pod.uid] = (reason, message, time.monotonic())
+        cond = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message[:1024],
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        work = self._send_pod_condition(pod.namespace, pod.name, cond)
+        spawn(self.pod_writes, pod.uid, work, "pod condition")
 
     def report_unganged(self, view: View) -> None:
         """Pods whose automatic gang cannot be made (owner not found, workload suspended), gangs

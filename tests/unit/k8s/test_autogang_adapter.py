@@ -396,3 +396,42 @@ def test_spec_annotations_on_a_known_kinds_pods_are_said_not_read_once() -> None
     api = run(pods, [group], [], others=[_pytorchjob()], cycles=2)
     said = [c for c in api.calls if c == ("event", "AnnotationIgnored")]
     assert len(said) == 1, api.calls
+
+
+def test_a_pod_left_pending_by_a_finished_workload_is_told_so_and_unschedulable_no_more() -> None:
+    """An elastic PyTorchJob succeeded with 2 of its 3 workers; the third never fitted and was
+    told it waits to join (`Unschedulable`). Its PodGroup is `Succeeded`, as the job: the pod
+    is told it is never placed, and its condition is no longer `Unschedulable` (walked: it kept
+    the old one, so an autoscaler would still have added a node for it)."""
+    ptj_ref = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "name": "el",
+        "uid": "ptj-uid",
+        "controller": True,
+    }
+    ptj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "el", "namespace": "ns", "uid": "ptj-uid"},
+        "spec": {
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 3},
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 3}},
+        },
+        "status": {"conditions": [{"type": "Succeeded", "status": "True"}]},
+    }
+    left = pod("el-worker-2", gpus=4)
+    left["metadata"]["ownerReferences"] = [ptj_ref]
+    left["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "…"}
+    ]
+    group = managed(2, ptj_ref, phase="Succeeded")
+    group["spec"]["memberFailure"] = "keep"
+    api = run([left], [group], [], others=[ptj])
+    said = (
+        "its PodGroup ns/pytorchjob-el is Succeeded, as PyTorchJob ns/el succeeded: this pod, "
+        "left by it, is never placed (delete the pod, or the workload)"
+    )
+    assert api.events == [("el-worker-2", "PodGroupFinished", said)], api.events
+    cond = api.pod_conditions["el-worker-2"]
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "PodGroupFinished", said)

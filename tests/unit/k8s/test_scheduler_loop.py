@@ -25,6 +25,7 @@ class FakeApi:
         self.pods: dict[str, dict[str, Any]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.pod_conditions: dict[str, Mapping[str, Any]] = {}
+        self.events: list[tuple[str, str, str]] = []
 
     async def bind(self, namespace: str, pod: str, uid: str, node: str) -> None:
         self.calls.append(("bind", pod))
@@ -108,6 +109,7 @@ class FakeApi:
         self, involved: Mapping[str, str], reason: str, message: str, kind_of_event: str = "Normal"
     ) -> None:
         self.calls.append(("event", reason))
+        self.events.append((involved.get("name", ""), reason, message))
 
 
 class ListSource:

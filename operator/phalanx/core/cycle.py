@@ -60,7 +60,7 @@ from phalanx.core.reclaim import can_reclaim, keeps_victim_share
 from phalanx.core.resources import UNLIMITED, count_fit
 from phalanx.core.shapecaps import ShapeCapsCache
 from phalanx.core.victims import choose_victims
-from phalanx.core.work import GangWork, QueueState, RunState
+from phalanx.core.work import GangWork, QueueState, RunningExtras, RunState
 
 
 @dataclass(slots=True)
@@ -78,6 +78,8 @@ class _Cycle:
     extra_bound: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: Why waiting members of running gangs were not placed (`CycleResult.extras_waiting`).
     extras_waiting: dict[str, str] = field(default_factory=dict)
+    #: Running gangs whose waiting members this walk has tried to place.
+    extras_walked: set[str] = field(default_factory=set)
     reasons: dict[str, GangDecision] = field(default_factory=dict)
     evictions: list[Eviction] = field(default_factory=list)
     reservations: dict[str, Reservation] = field(default_factory=dict)
@@ -487,10 +489,16 @@ class Walk:
         by_queue: dict[str, list[GangWork]] = {}
         for w in prep.works:
             by_queue.setdefault(w.queue.name, []).append(w)
+        extras_of: dict[str, list[RunningExtras]] = {}
+        for rx in prep.running_extras:
+            if rx.queue is not None and rx.order_as is not None and rx.extras:
+                extras_of.setdefault(rx.queue.name, []).append(rx)
         ordered: dict[str, list[GangWork]] = {}
-        for name in sorted(by_queue):
-            items = by_queue[name]
-            keys = [self._key(w) for w in items]
+        walk: dict[str, list[GangWork | RunningExtras]] = {}
+        for name in sorted(by_queue.keys() | extras_of.keys()):
+            items = by_queue.get(name, [])
+            running = extras_of.get(name, [])
+            keys = [self._key(w) for w in items] + [self._extras_key(rx) for rx in running]
             order = gang_order(
                 keys,
                 now,
@@ -500,7 +508,8 @@ class Walk:
                 policy.age_max,
                 policy.aged_first,
             )
-            ordered[name] = [items[i] for i in order]
+            walk[name] = [items[i] if i < len(items) else running[i - len(items)] for i in order]
+            ordered[name] = [w for w in walk[name] if isinstance(w, GangWork)]
             for pos, w in enumerate(ordered[name], start=1):
                 w.position = pos
         first: set[str] = set()
@@ -508,13 +517,13 @@ class Walk:
         if w1 is not None and self.step(w1):
             first.add(w1.gang.id)
         decided = self.reserve_for_starving(ordered, first)
-        cursor = dict.fromkeys(ordered, 0)
+        cursor = dict.fromkeys(walk, 0)
         while True:
             best: tuple[tuple[int, float, float, str], str] | None = None
-            for name, items in ordered.items():
-                while cursor[name] < len(items) and items[cursor[name]].gang.id in decided:
+            for name, entries in walk.items():
+                while cursor[name] < len(entries) and _walked(entries[cursor[name]], decided):
                     cursor[name] += 1
-                if cursor[name] < len(items):
+                if cursor[name] < len(entries):
                     q = prep.queues[name]
                     weight = q.queue.weight * q.fair_share
                     alloc = q.alloc_fair
@@ -526,9 +535,12 @@ class Walk:
             if best is None:
                 break
             name = best[1]
-            w = ordered[name][cursor[name]]
+            entry = walk[name][cursor[name]]
             cursor[name] += 1
-            self.step(w)
+            if isinstance(entry, GangWork):
+                self.step(entry)
+            else:
+                self.place_running_extras(entry)
         self.explain_deferred()
 
     def reserve_for_starving(
@@ -1013,6 +1025,13 @@ class Walk:
     def _key(self, w: GangWork) -> GangKey:
         work = w.fair * w.duration if w.fair else 0.0
         return GangKey(w.gang, w.fair, work)
+
+    def _extras_key(self, rx: RunningExtras) -> GangKey:
+        """A running gang's waiting members, ordered as a gang of them would be: its priority
+        and age, their size, and their work until the gang's end (its time limit)."""
+        assert rx.order_as is not None
+        work = rx.fair * max(0.0, rx.end - self.now) if rx.fair else 0.0
+        return GangKey(rx.order_as, rx.fair, work)
 
     def _peer_bounds(self) -> dict[str, float]:
         """`reserve_after_peers` × the median wait of the gangs that started within the last
@@ -1610,14 +1629,24 @@ class Walk:
             )
             self.c.bound[gid].extend(got)
         for rx in self.prep.running_extras:
-            why: list[str] = []
-            got = self._place_members(
-                rx.queue, rx.extras, rx.nodes, rx.required_level, rx.end, rx.gang_id, why
-            )
-            if got:
-                self.c.extra_bound[rx.gang_id] = got
-            if why:
-                self.c.extras_waiting[rx.gang_id] = why[0]
+            if rx.gang_id not in self.c.extras_walked:
+                self.place_running_extras(rx)
+
+    def place_running_extras(self, rx: RunningExtras) -> None:
+        """Waiting members of a gang that already runs, in its turn of the walk (its queue's
+        order, among the pending gangs: `Walk.run`), or after the walk when its queue is gone.
+        Walked when they were placed after every pending gang: a Job of 5 completions, 2 at a
+        time, ran its first 2 pods and then its next ones waited for the reservation of a gang
+        the work-first order had walked after a new Job of the same size, which started."""
+        self.c.extras_walked.add(rx.gang_id)
+        why: list[str] = []
+        got = self._place_members(
+            rx.queue, rx.extras, rx.nodes, rx.required_level, rx.end, rx.gang_id, why
+        )
+        if got:
+            self.c.extra_bound[rx.gang_id] = got
+        if why:
+            self.c.extras_waiting[rx.gang_id] = why[0]
 
     def _place_members(
         self,
@@ -1767,6 +1796,12 @@ def _running_waiter(r: RunState) -> _Waiter | None:
 def _pods(w: GangWork) -> int:
     """The pods `w` places at once (its members across shapes)."""
     return sum(len(s.pods) for s in w.shapes)
+
+
+def _walked(entry: GangWork | RunningExtras, decided: set[str]) -> bool:
+    """Whether the walk passes over `entry`: a gang decided before it (a starving gang's
+    reservation); a running gang's waiting members never are."""
+    return isinstance(entry, GangWork) and entry.gang.id in decided
 
 
 def _shape_key(w: GangWork) -> tuple[int, int | None, int | None] | None:

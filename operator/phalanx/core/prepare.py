@@ -409,6 +409,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
             if m.requests and min(m.requests.values()) < 0:
                 continue  # a bad pod waits; the gang goes on
             to_place.append((m, shapes_for([m], req_level)[0]))
+        created = g.creation_time if g.creation_time is not None else g.start_time
         running_extras.append(
             RunningExtras(
                 gang_id=g.id,
@@ -417,6 +418,14 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 required_level=req_level,
                 nodes=[n for n, _ in rs.nodes],
                 end=rs.end,
+                order_as=PendingGang(
+                    id=g.id,
+                    min_member=1,
+                    queue=g.queue,
+                    priority=g.priority,
+                    creation_time=created,
+                ),
+                fair=sum(shape.vec[fair_pos] for _, shape in to_place),
             )
         )
 

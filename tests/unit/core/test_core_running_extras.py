@@ -55,13 +55,19 @@ def test_a_required_leaf_keeps_replacements_under_it() -> None:
     }
 
 
-def test_pending_gangs_come_before_running_gangs_extras() -> None:
-    """One free node (s0-l0-n01): the pending gang `next` takes it, el's extra waits."""
-    snap = snapshot(
-        fabric(1, 1, 2),
-        running=[running("el").on("s0-l0-n00").waiting(1)],
-        pending=[gang("next").pods(1)],
-    )
+def test_a_running_gangs_waiting_members_take_their_turn_among_the_pending_gangs() -> None:
+    """One free node (s0-l0-n01). el, created at t=100, runs and has a member waiting; `next`
+    (one pod) was created at t=500: el's member comes first in the queue's order (older) and
+    takes the node. Created at t=50, `next` comes first and takes it; el's member waits.
+    Walked when every running gang's members came after every pending gang: a Job of 5
+    completions, 2 at a time, ran 2 pods, and its next ones waited for the reservation of a gang
+    planned after a new Job of the same size, which started at once."""
+    el = running("el").created(100.0).on("s0-l0-n00").waiting(1)
+    snap = snapshot(fabric(1, 1, 2), running=[el], pending=[gang("next").created(500.0).pods(1)])
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {"ns/el": {"el-w000": "s0-l0-n01"}}
+    assert result.bindings == {}
+    snap = snapshot(fabric(1, 1, 2), running=[el], pending=[gang("next").created(50.0).pods(1)])
     result = schedule(snap, DEFAULT_POLICY, NOW)
     assert result.bindings == {"ns/next": {"next-000": "s0-l0-n01"}}
     assert result.extra_bindings == {}

@@ -463,7 +463,7 @@ class Reporter:
             self.reported[gang.uid] = (phase, "phase")
             d = gang.decision
             message = (d.message if d is not None and d.message else "") or (
-                f"{gang.succeeded} of {gang.min_member} members succeeded"
+                _succeeded(gang.succeeded, gang.min_member)
                 if phase == Phase.SUCCEEDED
                 else f"gang {str(phase).lower()}"
             )
@@ -811,3 +811,11 @@ def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
         "observedGeneration" not in new
         or old.get("observedGeneration") == new["observedGeneration"]
     )
+
+
+def _succeeded(succeeded: int, min_member: int) -> str:
+    """ "2 of 2 members succeeded"; a Job of more completions than parallelism has had more
+    members than its minimum: "5 members succeeded (minMember 2)", not "5 of 2"."""
+    if succeeded > min_member:
+        return f"{succeeded} members succeeded (minMember {min_member})"
+    return f"{succeeded} of {min_member} members succeeded"

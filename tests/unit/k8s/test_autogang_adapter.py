@@ -435,3 +435,15 @@ def test_a_pod_left_pending_by_a_finished_workload_is_told_so_and_unschedulable_
     assert api.events == [("el-worker-2", "PodGroupFinished", said)], api.events
     cond = api.pod_conditions["el-worker-2"]
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "PodGroupFinished", said)
+
+
+def test_a_job_of_more_completions_than_its_minimum_says_how_many_succeeded() -> None:
+    """A Job of 5 completions, 2 at a time: its gang (minMember 2) ends with 5 members
+    succeeded, said so, not "5 of 2 members succeeded"."""
+    done = [job_pod(f"train-{i}", node_name="n1", phase="Succeeded") for i in range(5)]
+    body = job(2)
+    body["spec"]["completions"] = 5
+    body["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    group = managed(2, phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    api = run(done, [group], [body])
+    assert ("job-train", "Succeeded", "5 members succeeded (minMember 2)") in api.events, api.events

@@ -875,6 +875,19 @@ def test_an_elastic_pytorchjob_starts_with_its_min_replicas_and_the_rest_join_as
     )
     wait_cycles(operator, CYCLES)
     assert len(bound()) == 2, "more workers bound than nodes were free"
+    said = (
+        f"gang {ns}/pytorchjob-el: waits to join its running gang (2 pods bound, minMember 2): "
+        "needs 8 GPUs on one node; the most free on a node it may use is 0"
+    )
+
+    def told() -> bool:
+        waiting = [p for p in pods_by(cluster, ns, selector) if not p.spec.node_name]
+        conds = [c for p in waiting for c in p.status.conditions or [] if c.type == "PodScheduled"]
+        return len(conds) == 2 and all(
+            (c.status, c.reason, c.message) == ("False", "Unschedulable", said) for c in conds
+        )
+
+    wait_for(told, timeout=60, what=f"the 2 waiting workers' PodScheduled to say: {said}")
     for i in range(2):
         cluster.core.delete_namespaced_pod(f"blocker-{i}", ns, grace_period_seconds=0)
     wait_bound(cluster, ns, selector, 4)

@@ -117,6 +117,11 @@ class Workload:
     member_failure: str | None = None
     """`memberFailure` its gang's PodGroup gets ("keep" for an elastic PyTorchJob, whose
     workers may leave and be replaced while the rest train on); None: the operator's default."""
+    spec_priority_class: str | None = None
+    """A PriorityClass its spec names for its gang (a Kubeflow v1 job's
+    `schedulingPolicy.priorityClass`): its PodGroup's `priorityClassName`, before its pods'."""
+    spec_schedule_timeout: int | None = None
+    """Its `schedulingPolicy.scheduleTimeoutSeconds`: its PodGroup's `scheduleTimeoutSeconds`."""
 
     @property
     def title(self) -> str:
@@ -153,6 +158,10 @@ class AutoGang:
     topology_preferred: str | None = None
     time_limit: int | None = None
     member_failure: str | None = None
+    priority_class: str | None = None
+    """Set at creation only (with `schedule_timeout`): not part of `spec`, which is compared
+    to make the PodGroup again, as the pods' own class is written there too."""
+    schedule_timeout: int | None = None
     state: str = "Active"
     queue_source: str = ""
     """Which label (annotation) of which object named `queue` ("" for the default)."""
@@ -318,6 +327,8 @@ def resolve(
         queue_source=queue_source,
         state=top.state,
         member_failure=top.member_failure,
+        priority_class=top.spec_priority_class,
+        schedule_timeout=top.spec_schedule_timeout,
     )
     if unsupported:
         return _with_problem(base, f"{top.title}: {unsupported}")

@@ -46,8 +46,10 @@ def managed_group_body(namespace: str, auto: AutoGang, pod: PodRec) -> dict[str,
         spec["timeLimitSeconds"] = auto.time_limit
     if auto.member_failure is not None:
         spec["memberFailure"] = auto.member_failure
-    if pod.priority_class:
-        spec["priorityClassName"] = pod.priority_class
+    if auto.schedule_timeout is not None:
+        spec["scheduleTimeoutSeconds"] = auto.schedule_timeout
+    if auto.priority_class or pod.priority_class:
+        spec["priorityClassName"] = auto.priority_class or pod.priority_class
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "PodGroup",

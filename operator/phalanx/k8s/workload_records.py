@@ -300,6 +300,8 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         spec_queue=_policy_queue(_scheduling_policy(body)),
         spec_min_member=_policy_min_available(_scheduling_policy(body)) or _elastic_min(body),
         member_failure="keep" if _elastic_min(body) is not None else None,
+        spec_priority_class=_policy_priority_class(_scheduling_policy(body)),
+        spec_schedule_timeout=_policy_schedule_timeout(_scheduling_policy(body)),
     )
 
 
@@ -326,6 +328,21 @@ def _policy_min_available(policy: Mapping[str, Any]) -> tuple[str, int] | None:
     if not isinstance(count, int) or isinstance(count, bool):
         return None
     return f"{POLICY}.minAvailable", count
+
+
+def _policy_priority_class(policy: Mapping[str, Any]) -> str | None:
+    """`priorityClass`, which the Training Operator gives Volcano's PodGroup and not the pods:
+    read, a Volcano user's job keeps the priority it asked for (its pods' own class is used
+    when it names none)."""
+    value = policy.get("priorityClass")
+    return value if isinstance(value, str) and value else None
+
+
+def _policy_schedule_timeout(policy: Mapping[str, Any]) -> int | None:
+    value = policy.get("scheduleTimeoutSeconds")
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None
+    return value
 
 
 ELASTIC = "spec.elasticPolicy.minReplicas"

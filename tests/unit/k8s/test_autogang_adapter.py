@@ -447,3 +447,39 @@ def test_a_job_of_more_completions_than_its_minimum_says_how_many_succeeded() ->
     group = managed(2, phase="Running", scheduledAt="2026-01-01T00:00:00Z")
     api = run(done, [group], [body])
     assert ("job-train", "Succeeded", "5 members succeeded (minMember 2)") in api.events, api.events
+
+
+def test_a_pytorchjobs_scheduling_policy_priority_and_timeout_reach_its_podgroup() -> None:
+    """What the Training Operator gives Volcano's PodGroup from `schedulingPolicy`
+    (`priorityClass`, `scheduleTimeoutSeconds`) is in the PodGroup made for it; the class
+    named there wins over its pods' own."""
+    ptj_ref = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "name": "ptj",
+        "uid": "ptj-uid",
+        "controller": True,
+    }
+    ptj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ptj", "namespace": "ns", "uid": "ptj-uid"},
+        "spec": {
+            "runPolicy": {
+                "schedulingPolicy": {"priorityClass": "urgent", "scheduleTimeoutSeconds": 90}
+            },
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 2}},
+        },
+    }
+    pods = [pod(f"ptj-worker-{i}", gpus=4) for i in range(2)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = [ptj_ref]
+        p["spec"]["priorityClassName"] = "low"
+    api = run(pods, [], [], others=[ptj])
+    (made,) = api.made
+    assert made["spec"] == {
+        "minMember": 2,
+        "queue": "research",
+        "scheduleTimeoutSeconds": 90,
+        "priorityClassName": "urgent",
+    }

@@ -349,6 +349,20 @@ def test_a_kubeflow_jobs_scheduling_policy_names_its_queue_and_min_member() -> N
     assert ptj is not None
     assert ptj.spec_queue == ("spec.runPolicy.schedulingPolicy.queue", "research")
     assert ptj.spec_min_member == ("spec.runPolicy.schedulingPolicy.minAvailable", 2)
+    assert (ptj.spec_priority_class, ptj.spec_schedule_timeout) == (None, None)
+    full = workload_record(
+        body(
+            "kubeflow.org/v1",
+            "MPIJob",
+            {
+                "runPolicy": {
+                    "schedulingPolicy": {"priorityClass": "urgent", "scheduleTimeoutSeconds": 90}
+                }
+            },
+        )
+    )
+    assert full is not None
+    assert (full.spec_priority_class, full.spec_schedule_timeout) == ("urgent", 90)
     odd = workload_record(
         body(
             "kubeflow.org/v1",

@@ -587,20 +587,31 @@ def test_a_pytorchjobs_scheduling_policy_names_its_queue_and_min_member(
     policies: Any,  # noqa: F811
 ) -> None:
     """What Volcano users of the Training Operator write, `runPolicy.schedulingPolicy` (queue,
-    minAvailable), is read (the real Training Operator v1.8.1 keeps it): the PodGroup of a
-    PyTorchJob of a master and 3 workers names that queue (before the namespace's label) and
-    needs 2 members; its 4 pods are bound. Before, the gang was all 4 in the namespace's
+    minAvailable, priorityClass, scheduleTimeoutSeconds), is read (the real Training Operator
+    v1.8.1 keeps it): the PodGroup of a PyTorchJob of a master and 3 workers names that queue
+    (before the namespace's label), that PriorityClass and timeout, and needs 2 members; its 4
+    pods are bound. Before, the gang was all 4 in the namespace's
     queue, whatever the job said."""
     label_namespace(cluster, ns, "default")
     queue = f"q-{ns}"
     ensure_queue(custom, queue, {})
     try:
-        body = pytorchjob("ptq", workers=3, gpus=1)
-        body["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": queue, "minAvailable": 2}}
-        create_workload(custom, PYTORCHJOB_API, ns, body)
-        group = wait_group(custom, ns, "pytorchjob-ptq", 2)
-        assert group["spec"]["queue"] == queue, group["spec"]
-        wait_bound(cluster, ns, "training.kubeflow.org/job-name=ptq", 4)
+        with high_priority(cluster, ns) as high:
+            body = pytorchjob("ptq", workers=3, gpus=1)
+            body["spec"]["runPolicy"] = {
+                "schedulingPolicy": {
+                    "queue": queue,
+                    "minAvailable": 2,
+                    "priorityClass": high,
+                    "scheduleTimeoutSeconds": 600,
+                }
+            }
+            create_workload(custom, PYTORCHJOB_API, ns, body)
+            group = wait_group(custom, ns, "pytorchjob-ptq", 2)
+            assert group["spec"]["queue"] == queue, group["spec"]
+            assert group["spec"].get("priorityClassName") == high, group["spec"]
+            assert group["spec"].get("scheduleTimeoutSeconds") == 600, group["spec"]
+            wait_bound(cluster, ns, "training.kubeflow.org/job-name=ptq", 4)
     finally:
         custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", queue)
 

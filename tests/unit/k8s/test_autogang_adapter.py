@@ -39,6 +39,22 @@ def job(parallelism: int) -> dict[str, Any]:
     }
 
 
+def pytorchjob(
+    name: str, spec: dict[str, Any], status: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A PyTorchJob in namespace `ns` (uid `ptj-uid`): the owner reference its pods carry, and
+    the object itself."""
+    api = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}
+    ref = {**api, "name": name, "uid": "ptj-uid", "controller": True}
+    body = {
+        **api,
+        "metadata": {"name": name, "namespace": "ns", "uid": "ptj-uid"},
+        "spec": spec,
+        "status": status or {},
+    }
+    return ref, body
+
+
 def managed(min_member: int, owner: dict[str, Any] | None = None, **status: Any) -> dict[str, Any]:
     """The managed PodGroup of `owner` (the Job `train` unless said), as the operator makes it."""
     owner = owner or JOB_REF
@@ -403,23 +419,14 @@ def test_a_pod_left_pending_by_a_finished_workload_is_told_so_and_unschedulable_
     told it waits to join (`Unschedulable`). Its PodGroup is `Succeeded`, as the job: the pod
     is told it is never placed, and its condition is no longer `Unschedulable` (walked: it kept
     the old one, so an autoscaler would still have added a node for it)."""
-    ptj_ref = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "name": "el",
-        "uid": "ptj-uid",
-        "controller": True,
-    }
-    ptj = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "el", "namespace": "ns", "uid": "ptj-uid"},
-        "spec": {
+    ptj_ref, ptj = pytorchjob(
+        "el",
+        {
             "elasticPolicy": {"minReplicas": 2, "maxReplicas": 3},
             "pytorchReplicaSpecs": {"Worker": {"replicas": 3}},
         },
-        "status": {"conditions": [{"type": "Succeeded", "status": "True"}]},
-    }
+        {"conditions": [{"type": "Succeeded", "status": "True"}]},
+    )
     left = pod("el-worker-2", gpus=4)
     left["metadata"]["ownerReferences"] = [ptj_ref]
     left["status"]["conditions"] = [
@@ -453,24 +460,15 @@ def test_a_pytorchjobs_scheduling_policy_priority_and_timeout_reach_its_podgroup
     """What the Training Operator gives Volcano's PodGroup from `schedulingPolicy`
     (`priorityClass`, `scheduleTimeoutSeconds`) is in the PodGroup made for it; the class
     named there wins over its pods' own."""
-    ptj_ref = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "name": "ptj",
-        "uid": "ptj-uid",
-        "controller": True,
-    }
-    ptj = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "ptj", "namespace": "ns", "uid": "ptj-uid"},
-        "spec": {
+    ptj_ref, ptj = pytorchjob(
+        "ptj",
+        {
             "runPolicy": {
                 "schedulingPolicy": {"priorityClass": "urgent", "scheduleTimeoutSeconds": 90}
             },
             "pytorchReplicaSpecs": {"Worker": {"replicas": 2}},
         },
-    }
+    )
     pods = [pod(f"ptj-worker-{i}", gpus=4) for i in range(2)]
     for p in pods:
         p["metadata"]["ownerReferences"] = [ptj_ref]

@@ -491,7 +491,7 @@ class Walk:
             by_queue.setdefault(w.queue.name, []).append(w)
         extras_of: dict[str, list[RunningExtras]] = {}
         for rx in prep.running_extras:
-            if rx.queue is not None and rx.order_as is not None and rx.extras:
+            if rx.queue is not None and rx.extras:
                 extras_of.setdefault(rx.queue.name, []).append(rx)
         ordered: dict[str, list[GangWork]] = {}
         walk: dict[str, list[GangWork | RunningExtras]] = {}
@@ -1029,7 +1029,6 @@ class Walk:
     def _extras_key(self, rx: RunningExtras) -> GangKey:
         """A running gang's waiting members, ordered as a gang of them would be: its priority
         and age, their size, and their work until the gang's end (its time limit)."""
-        assert rx.order_as is not None
         work = rx.fair * max(0.0, rx.end - self.now) if rx.fair else 0.0
         return GangKey(rx.order_as, rx.fair, work)
 

@@ -133,8 +133,8 @@ class RunningExtras:
     required_level: int | None
     nodes: list[int]
     end: float
-    order_as: PendingGang | None = None
+    order_as: PendingGang
     """What orders its members among its queue's pending gangs (the running gang's priority
-    and creation time; `Walk.run`); None when its queue is gone."""
-    fair: int = 0
+    and creation time; `Walk.run`)."""
+    fair: int
     """Fair-share units its waiting members ask (for its place in the order by work)."""

@@ -136,8 +136,8 @@ class Reporter:
         self.status_writes: dict[str, asyncio.Task[None]] = {}
         self.pod_writes: dict[str, asyncio.Task[None]] = {}
         self.pod_written: dict[str, tuple[str, str, float]] = {}
-        """Pod uid → (topic: `gang` or `extra`, message, when) of the `PodScheduled`
-        condition last written."""
+        """Pod uid → (topic: `gang`, `extra` or `PodGroupFinished`, message, when) of the
+        `PodScheduled` condition last written."""
         self._background: set[asyncio.Task[None]] = set()
         self._status_slots = asyncio.Semaphore(STATUS_WRITES)
         self._pod_slots = asyncio.Semaphore(POD_CONDITION_WRITES)
@@ -626,11 +626,9 @@ class Reporter:
             gang = view.gangs.get(key)
             if gang is not None:
                 bound = sum(1 for p in gang.pods if p.node_name and not p.deleting)
-                message = (
-                    f"waits to join its running gang ({bound} pod{'' if bound == 1 else 's'} "
-                    f"bound, minMember "
-                    f"{gang.min_member}): {why}"
-                )
+                pods = f"{bound} pod{'' if bound == 1 else 's'} bound"
+                message = f"waits to join its running gang ({pods}, minMember {gang.min_member}): "
+                message += why
                 waits.append((gang, message, result.extra_bindings.get(key, {}), "extra"))
         for gang, message, placed, topic in waits:
             for pod in gang.pods:
@@ -814,8 +812,8 @@ def _same(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
 
 
 def _succeeded(succeeded: int, min_member: int) -> str:
-    """ "2 of 2 members succeeded"; a Job of more completions than parallelism has had more
-    members than its minimum: "5 members succeeded (minMember 2)", not "5 of 2"."""
+    """What a `Succeeded` gang's Event says: a Job of more completions than parallelism has
+    had more members than its minimum, "5 members succeeded (minMember 2)", not "5 of 2"."""
     if succeeded > min_member:
         return f"{succeeded} members succeeded (minMember {min_member})"
     return f"{succeeded} of {min_member} members succeeded"

@@ -284,6 +284,8 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
     if read is None:
         return None
     members, unsupported, state, suspended = read(body)
+    policy = _scheduling_policy(body)
+    elastic = _elastic_min(body)
     return Workload(
         ref=OwnerRef(api_version, kind, str(meta.get("name") or ""), str(meta.get("uid") or "")),
         namespace=str(meta.get("namespace") or ""),
@@ -297,11 +299,11 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         managed_by=_managed_by(body),
         started=parse_time(_map(body.get("status")).get("startTime")),
         suspend_refused=suspend_refused(body),
-        spec_queue=_policy_queue(_scheduling_policy(body)),
-        spec_min_member=_policy_min_available(_scheduling_policy(body)) or _elastic_min(body),
-        member_failure="keep" if _elastic_min(body) is not None else None,
-        spec_priority_class=_policy_priority_class(_scheduling_policy(body)),
-        spec_schedule_timeout=_policy_schedule_timeout(_scheduling_policy(body)),
+        spec_queue=_policy_queue(policy),
+        spec_min_member=_policy_min_available(policy) or elastic,
+        member_failure="keep" if elastic is not None else None,
+        spec_priority_class=_policy_priority_class(policy),
+        spec_schedule_timeout=_policy_schedule_timeout(policy),
     )
 
 

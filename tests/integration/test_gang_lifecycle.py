@@ -228,6 +228,13 @@ def test_member_failure_keep_runs_degraded_and_places_the_replacement(
             timeout=30,
             what="the gang to be Degraded after a member failed (memberFailure: keep)",
         )
+        kept = wait_for(
+            lambda: _condition(group_status(custom, ns, "keeper"), "Evicted", "MemberFailed"),
+            timeout=30,
+            what="keeper's Evicted condition to say MemberFailed while it runs Degraded",
+        )
+        assert kept["status"] == "False", kept
+        assert kept["message"].startswith("2 of 3 members left (1 failed, 0 lost, 0 deleted)")
         cluster.core.create_namespaced_pod(ns, gang_pod("keeper-3", "keeper", 8))
         wait_for(
             lambda: nodes_of(cluster, ns, "keeper").get("keeper-3"),
@@ -239,8 +246,20 @@ def test_member_failure_keep_runs_degraded_and_places_the_replacement(
             timeout=30,
             what="the gang to be Running again, whole with its replacement",
         )
+        whole = wait_for(
+            lambda: _condition(group_status(custom, ns, "keeper"), "Evicted", "Running"),
+            timeout=30,
+            what="keeper's Evicted condition to say Running again once whole",
+        )
+        assert whole["message"].startswith("whole again"), whole
     assert log.deleted_before_finishing() == [], "nothing was evicted"
     assert _evicted(group_status(custom, ns, "keeper")) is None
+
+
+def _condition(status: dict[str, Any], ctype: str, reason: str) -> dict[str, Any] | None:
+    """The status's condition of `ctype`, if its reason is `reason`."""
+    found = [c for c in status.get("conditions") or [] if c.get("type") == ctype]
+    return found[0] if found and found[0].get("reason") == reason else None
 
 
 def test_member_failure_evict_restarts_the_gang_whole_and_counts_the_failure(

@@ -43,6 +43,7 @@ from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
 from phalanx.k8s.status import (
     condition,
     diff,
+    kept_condition,
     merge_conditions,
     merge_patch,
     pending_status,
@@ -331,6 +332,8 @@ class Reporter:
             return pending_status(gang, core, assumed, now) if core is not None else None
         if d.action is Action.RUN:
             desired = running_status(gang, assumed, d.phase)
+            kept = kept_condition(gang.status, d.phase, d.reason, d.message, now)
+            changed = [kept] if kept is not None else []
             if gang.status.get("scheduledAt") is None:
                 # Found running with no start of its own: applied again while its pods ran, or
                 # written by an older version. Its run started when its first member was bound.
@@ -339,21 +342,20 @@ class Reporter:
                 if not any(
                     c.get("type") == "Scheduled" for c in gang.status.get("conditions") or []
                 ):
-                    desired["conditions"] = merge_conditions(
-                        gang.status,
-                        [
-                            condition(
-                                gang.status,
-                                "Scheduled",
-                                "True",
-                                Reason.SCHEDULED,
-                                f"found {desired['bound']} members already bound (the first at "
-                                f"{rfc3339(started)}) and no record of binding them: running, "
-                                "its time limit counted from then",
-                                now,
-                            )
-                        ],
+                    changed.append(
+                        condition(
+                            gang.status,
+                            "Scheduled",
+                            "True",
+                            Reason.SCHEDULED,
+                            f"found {desired['bound']} members already bound (the first at "
+                            f"{rfc3339(started)}) and no record of binding them: running, "
+                            "its time limit counted from then",
+                            now,
+                        )
                     )
+            if changed:
+                desired["conditions"] = merge_conditions(gang.status, changed)
             return desired
         if d.action is Action.FAIL:
             previous = gang.status

@@ -78,6 +78,32 @@ def not_evicted(previous: Mapping[str, Any], now: float) -> dict[str, Any]:
     return condition(previous, "Evicted", "False", "Running", message, now)
 
 
+def kept_condition(
+    previous: Mapping[str, Any], phase: str, reason: str, message: str, now: float
+) -> dict[str, Any] | None:
+    """`Evicted=False` for a gang that lost members and runs on (`memberFailure: keep`): reason
+    `MemberFailed` with the counts while it is `Degraded`, back to `Running` once whole again;
+    None when nothing changes. Walked: a `Degraded` elastic PyTorchJob's conditions still said
+    "not evicted since it was bound", and only an Event (gone within the hour) said why."""
+    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Evicted"), None)
+    if phase == "Degraded" and reason == "MemberFailed":
+        return condition(previous, "Evicted", "False", "MemberFailed", message, now)
+    if (
+        phase == "Running"
+        and old is not None
+        and (old.get("status"), old.get("reason")) == ("False", "MemberFailed")
+    ):
+        return condition(
+            previous,
+            "Evicted",
+            "False",
+            "Running",
+            "whole again: members had failed and it ran on (memberFailure: keep)",
+            now,
+        )
+    return None
+
+
 def merge_conditions(
     previous: Mapping[str, Any], updated: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:

@@ -481,3 +481,35 @@ def test_a_pytorchjobs_scheduling_policy_priority_and_timeout_reach_its_podgroup
         "scheduleTimeoutSeconds": 90,
         "priorityClassName": "urgent",
     }
+
+
+def test_a_degraded_gang_that_runs_on_says_why_in_its_conditions_and_when_it_is_whole() -> None:
+    """A gang of 2 with `memberFailure: keep` whose member failed runs on `Degraded`: its
+    `Evicted` condition says `False`, reason `MemberFailed`, with the counts. Whole again (its
+    replacement bound), it says `Running` again."""
+    group = managed(2, phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    group["spec"]["memberFailure"] = "keep"
+    group["status"]["conditions"] = [
+        {"type": "Evicted", "status": "False", "reason": "Running", "message": "not evicted"}
+    ]
+    pods = [
+        job_pod("train-0", node_name="n1", phase="Running"),
+        job_pod("train-1", node_name="n1", phase="Failed"),
+    ]
+    api = run(pods, [group], [job(2)])
+    evicted = [c for s in api.statuses for c in s.get("conditions", []) if c["type"] == "Evicted"]
+    assert [s["phase"] for s in api.statuses] == ["Degraded"], api.statuses
+    assert [(c["status"], c["reason"], c["message"]) for c in evicted] == [
+        (
+            "False",
+            "MemberFailed",
+            "1 of 2 members left (1 failed, 0 lost, 0 deleted); kept running (memberFailure: "
+            "keep), replacements placed as they fit",
+        )
+    ], evicted
+    group["status"] = {**group["status"], **api.statuses[0]}
+    whole = [*pods, job_pod("train-2", node_name="n2", phase="Running")]
+    again = run(whole, [group], [job(2)])
+    evicted = [c for s in again.statuses for c in s.get("conditions", []) if c["type"] == "Evicted"]
+    assert [(c["status"], c["reason"]) for c in evicted] == [("False", "Running")], evicted
+    assert evicted[0]["message"].startswith("whole again"), evicted

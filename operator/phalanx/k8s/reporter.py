@@ -545,15 +545,7 @@ class Reporter:
         if pod.uid in self.pod_writes or self.pod_written.get(pod.uid, ("",))[0] == reason:
             return
         self.pod_written[pod.uid] = (reason, message, time.monotonic())
-        cond = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": message[:1024],
-            "lastTransitionTime": rfc3339(time.time()),
-        }
-        work = self._send_pod_condition(pod.namespace, pod.name, cond)
-        spawn(self.pod_writes, pod.uid, work, "pod condition")
+        self._spawn_pod_condition(pod, reason, message)
 
     def report_unganged(self, view: View) -> None:
         """Pods whose automatic gang cannot be made (owner not found, workload suspended), gangs
@@ -650,15 +642,20 @@ class Reporter:
                     return  # the rest next cycle: a backlog's conditions never flood the server
                 budget -= 1
                 self.pod_written[pod.uid] = (topic, message, now)
-                cond = {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": f"gang {gang.key}: {message}"[:1024],
-                    "lastTransitionTime": rfc3339(time.time()),
-                }
-                work = self._write_pod_condition(pod.uid, pod.namespace, pod.name, cond)
-                spawn(self.pod_writes, pod.uid, work, "pod condition")
+                self._spawn_pod_condition(pod, "Unschedulable", f"gang {gang.key}: {message}")
+
+    def _spawn_pod_condition(self, pod: PodRec, reason: str, message: str) -> None:
+        """`PodScheduled=False` with `reason` on `pod`, in the background, as the lowest
+        priority of all writes (`_write_pod_condition`)."""
+        cond = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message[:1024],
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        work = self._write_pod_condition(pod.uid, pod.namespace, pod.name, cond)
+        spawn(self.pod_writes, pod.uid, work, "pod condition")
 
     async def _write_pod_condition(
         self, uid: str, namespace: str, name: str, cond: Mapping[str, Any]

@@ -41,6 +41,11 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def condition_of(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    """The condition of type `ctype` in `status` (a status edited by hand may lack any)."""
+    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
+
+
 def condition(
     previous: Mapping[str, Any],
     ctype: str,
@@ -50,7 +55,7 @@ def condition(
     now: float,
 ) -> dict[str, Any]:
     """A condition that keeps its transition time while status and reason stay the same."""
-    old = next((c for c in previous.get("conditions") or [] if c.get("type") == ctype), None)
+    old = condition_of(previous, ctype)
     keep = old is not None and old.get("status") == status and old.get("reason") == reason
     return {
         "type": ctype,
@@ -68,7 +73,7 @@ def not_evicted(previous: Mapping[str, Any], now: float) -> dict[str, Any]:
     why: bound again after an eviction (naming that eviction's reason), or never evicted in
     this run. A message already written for this state is kept, so the status written after
     the binds does not undo the one written before them."""
-    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Evicted"), None)
+    old = condition_of(previous, "Evicted")
     if old is not None and old.get("status") == "True":
         message = f"bound again after its eviction ({old.get('reason') or 'Evicted'})"
     elif old is not None and old.get("message"):
@@ -85,7 +90,7 @@ def kept_condition(
     `MemberFailed` with the counts while it is `Degraded`, back to `Running` once whole again;
     None when nothing changes. Walked: a `Degraded` elastic PyTorchJob's conditions still said
     "not evicted since it was bound", and only an Event (gone within the hour) said why."""
-    old = next((c for c in previous.get("conditions") or [] if c.get("type") == "Evicted"), None)
+    old = condition_of(previous, "Evicted")
     if phase == "Degraded" and reason == "MemberFailed":
         return condition(previous, "Evicted", "False", "MemberFailed", message, now)
     if (

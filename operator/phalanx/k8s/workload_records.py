@@ -65,10 +65,15 @@ def kept(values: object, prefixes: tuple[str, ...]) -> dict[str, str]:
     return {str(k): str(v) for k, v in values.items() if str(k).startswith(prefixes)}
 
 
+def _integer(value: object) -> int | None:
+    """`value` when it is an integer (never a bool), else None (unset, or of another type: the
+    API server validated it against the CRD's schema)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _int(value: object, default: int) -> int:
-    return (
-        value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
-    )
+    found = _integer(value)
+    return found if found is not None and found >= 0 else default
 
 
 def _map(value: object) -> Mapping[str, Any]:
@@ -324,12 +329,9 @@ def _policy_queue(policy: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _policy_min_available(policy: Mapping[str, Any]) -> tuple[str, int] | None:
-    """Any integer (the core refuses one out of range, naming the field); unset or of another
-    type reads as unset (the API server validated it against the CRD's schema)."""
-    count = policy.get("minAvailable")
-    if not isinstance(count, int) or isinstance(count, bool):
-        return None
-    return f"{POLICY}.minAvailable", count
+    """Any integer (the core refuses one out of range, naming the field)."""
+    count = _integer(policy.get("minAvailable"))
+    return (f"{POLICY}.minAvailable", count) if count is not None else None
 
 
 def _policy_priority_class(policy: Mapping[str, Any]) -> str | None:
@@ -341,10 +343,8 @@ def _policy_priority_class(policy: Mapping[str, Any]) -> str | None:
 
 
 def _policy_schedule_timeout(policy: Mapping[str, Any]) -> int | None:
-    value = policy.get("scheduleTimeoutSeconds")
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        return None
-    return value
+    value = _integer(policy.get("scheduleTimeoutSeconds"))
+    return value if value is not None and value > 0 else None
 
 
 ELASTIC = "spec.elasticPolicy.minReplicas"
@@ -359,8 +359,8 @@ def _elastic_min(body: Mapping[str, Any]) -> tuple[str, int] | None:
     if body.get("kind") != "PyTorchJob":
         return None
     spec = _map(body.get("spec"))
-    count = _map(spec.get("elasticPolicy")).get("minReplicas")
-    if not isinstance(count, int) or isinstance(count, bool):
+    count = _integer(_map(spec.get("elasticPolicy")).get("minReplicas"))
+    if count is None:
         return None
     replicas = _map(spec.get("pytorchReplicaSpecs"))
     others = _replica_sum({k: v for k, v in replicas.items() if k != "Worker"})

@@ -63,18 +63,26 @@ def replay(
     queues: Sequence[QueueSpec],
     policy: SimPolicy,
     cycle_interval_s: float = 60.0,
+    progress: engine.Progress | None = None,
 ) -> tuple[engine.SimResult, Churn]:
     """`engine.simulate`, recording every eviction."""
-    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented = _Replay(
+        jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s, progress=progress
+    )
     instrumented.churn = Churn()
     return instrumented.run(), instrumented.churn
 
 
 def measure(
-    trace: str, shape: str, policy: str, limit_jobs: int | None, settings: dict[str, str]
+    trace: str,
+    shape: str,
+    policy: str,
+    limit_jobs: int | None,
+    settings: dict[str, str],
+    progress: engine.Progress | None = None,
 ) -> tuple[engine.SimResult, Churn]:
     """Replay a trace with 60 s cycles, as `make bench-sim` does, recording every eviction."""
-    return replay(*replay_cli.inputs(trace, shape, policy, limit_jobs, settings))
+    return replay(*replay_cli.inputs(trace, shape, policy, limit_jobs, settings), progress=progress)
 
 
 def report(result: engine.SimResult, churn: Churn) -> list[str]:
@@ -104,7 +112,14 @@ def report(result: engine.SimResult, churn: Churn) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = replay_cli.parser(__doc__).parse_args(argv)
     settings = replay_cli.settings_of(args)
-    result, churn = measure(args.trace, args.shape, args.policy, args.limit_jobs, settings)
+    result, churn = measure(
+        args.trace,
+        args.shape,
+        args.policy,
+        args.limit_jobs,
+        settings,
+        progress=replay_cli.ProgressLine("churn"),
+    )
     for line in report(result, churn):
         print(line)
     return 0

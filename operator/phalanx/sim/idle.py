@@ -150,9 +150,12 @@ def replay(
     queues: Sequence[QueueSpec],
     policy: SimPolicy,
     cycle_interval_s: float = 60.0,
+    progress: engine.Progress | None = None,
 ) -> tuple[engine.SimResult, Idle]:
     """`engine.simulate`, recording why GPUs were idle after every cycle."""
-    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented = _Replay(
+        jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s, progress=progress
+    )
     instrumented.idle = Idle(capacity=cluster.total_gpus)
     result = instrumented.run()
     instrumented.idle.charge(result.last_submit_s, result.first_submit_s, result.last_submit_s)
@@ -165,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = replay_cli.settings_of(args)
     result, idle = replay(
-        *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings)
+        *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings),
+        progress=replay_cli.ProgressLine("idle"),
     )
     waits = [j.start_s - j.submit_s for j in result.completed]
     total = idle.capacity * idle.window_s

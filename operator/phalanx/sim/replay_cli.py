@@ -4,7 +4,10 @@ one trace on one shape under one policy, with `--set` fields, as `make bench-sim
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from phalanx.sim.nodes import Cluster, load_cluster
 from phalanx.sim.policies import SimPolicy, get_policy, with_settings
@@ -39,3 +42,39 @@ def inputs(
 def settings_of(args: argparse.Namespace) -> dict[str, str]:
     """The `--set FIELD=VALUE` pairs."""
     return dict(s.split("=", 1) for s in args.set)
+
+
+class ProgressLine:
+    """Reports a replay's progress on stderr, a line each `step_pct` percent of the jobs arrived.
+
+    The instrumented replays of Philly run 20 min to over an hour and printed nothing until
+    they were done, so a slow replay could not be told from a hung one; a line (not a bar)
+    because they are run in the background with stderr to a file.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        step_pct: int = 5,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.label = label
+        self.step_pct = step_pct
+        self.stream = stream
+        self.clock = clock
+        self.began = clock()
+        self.next_pct = step_pct
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = 100 if total <= 0 else done * 100 // total
+        if pct < self.next_pct:
+            return
+        self.next_pct = (pct // self.step_pct + 1) * self.step_pct
+        minutes = (self.clock() - self.began) / 60
+        print(
+            f"{self.label}: {done:,} of {total:,} jobs arrived ({pct}%), {minutes:.1f} min",
+            file=self.stream if self.stream is not None else sys.stderr,
+            flush=True,
+        )

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         first = served_first(queues, args.queue)
     except ValueError as exc:
         parser.error(str(exc))
-    result, why = starved.replay(jobs, cluster, first, policy, cycle_interval_s=60.0)
+    result, why = starved.replay(
+        jobs, cluster, first, policy, progress=replay_cli.ProgressLine("sharefloor")
+    )
     summary = summarize(result, trace=args.trace, shape=args.shape)
     share = summary["queue_share"][args.queue]
     print(

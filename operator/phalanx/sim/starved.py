@@ -165,9 +165,12 @@ def replay(
     queues: Sequence[QueueSpec],
     policy: SimPolicy,
     cycle_interval_s: float = 60.0,
+    progress: engine.Progress | None = None,
 ) -> tuple[engine.SimResult, Starved]:
     """`engine.simulate`, recording what held back each queue below its share."""
-    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented = _Replay(
+        jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s, progress=progress
+    )
     instrumented.starved = Starved()
     return instrumented.run(), instrumented.starved
 
@@ -178,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = replay_cli.settings_of(args)
     result, starved = replay(
-        *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings)
+        *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings),
+        progress=replay_cli.ProgressLine("starved"),
     )
     waits = [j.start_s - j.submit_s for j in result.completed]
     print(f"mean wait {sum(waits) / max(1, len(waits)) / 3600:.2f} h")

@@ -342,6 +342,7 @@ def replay(
     policy: SimPolicy,
     watch: Sequence[str],
     cycle_interval_s: float = 60.0,
+    progress: engine.Progress | None = None,
 ) -> tuple[engine.SimResult, Verdicts]:
     """`engine.simulate`, recording the core's verdicts on the jobs `watch` names (trace ids).
     A name not in `jobs` is refused: a typo would otherwise replay for half an hour to say
@@ -350,7 +351,9 @@ def replay(
     missing = [name for name in watch if name not in ids]
     if missing:
         raise ValueError(f"not in the trace: {', '.join(missing)}")
-    instrumented = _Replay(jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s)
+    instrumented = _Replay(
+        jobs, cluster, queues, policy, cycle_interval_s=cycle_interval_s, progress=progress
+    )
     instrumented.verdicts = Verdicts(jobs={name: Watched(ids[name].submit_s) for name in watch})
     instrumented.watched_gangs = {f"sim/{name}": name for name in watch}
     instrumented.awaiting = {}
@@ -444,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         result, verdicts = replay(
             *replay_cli.inputs(args.trace, args.shape, args.policy, args.limit_jobs, settings),
             watch=args.job,
+            progress=replay_cli.ProgressLine("verdicts"),
         )
     except ValueError as e:
         parser.error(str(e))

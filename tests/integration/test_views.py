@@ -313,6 +313,17 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
         "queueAllocatedGPUs": 16,
     }
     assert (big["position"], big["eta"], big["phase"]) == (1, rows["big"]["eta"], "Pending")
+    # Its pods as the status counts them: all 14 made, none bound, so all 14 wait.
+    assert big["members"] == {
+        "exist": 14,
+        "min": 14,
+        "bound": 0,
+        "running": 0,
+        "waiting": 14,
+        "succeeded": 0,
+        "failed": 0,
+    }
+    assert big["degraded"] is None
     assert (
         big["wouldStart"][0]
         == "needs 96 more free GPUs that it can use (112 requested, 16 free now)"
@@ -333,6 +344,28 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
         f"share, but the GPUs borrowed by {BORROWER} (64) are not reclaimable: it waits for those "
         "gangs to end"
     )
+
+    # A running gang's pods, as the status counts them once its pods run on the fake nodes.
+    short = wait_for(
+        lambda: (
+            ((e := phalanx_json(cluster, "explain", "short", "-n", ns)).get("members") or {}).get(
+                "running"
+            )
+            == 2
+            and e
+        ),
+        timeout=30,
+        what="`phalanx explain short` to count its 2 pods running",
+    )
+    assert short["members"] == {
+        "exist": 2,
+        "min": 2,
+        "bound": 2,
+        "running": 2,
+        "waiting": 0,
+        "succeeded": 0,
+        "failed": 0,
+    }
 
     # -- the tables print the same gangs; a missing PodGroup is one line and exit code 1 ---------
     table = phalanx(cluster, "queue", "-n", ns).stdout

@@ -125,6 +125,10 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
         line("ETA", eta_text(e.eta, now))
     if e.evicted:
         line("Evicted", e.evicted)
+    if e.members is not None:
+        line("Members", e.members.text(e.phase))
+    if e.degraded:
+        line("Degraded", e.degraded)
     if e.detail:
         out.append("Numbers\n", style="bold")
         for key, value in e.detail.items():

@@ -280,6 +280,70 @@ def share_rows(queues: Iterable[Obj], resource: str = GPU) -> list[ShareRow]:
 
 
 @dataclass(frozen=True, slots=True)
+class Members:
+    """A gang's pod counts as its status has them (PRODUCT.md §2), with its `minMember`.
+
+    `explain` showed the reason a gang waits but not its pods: a running gang with members
+    still waiting to join, or one that lost members and runs on, looked the same as a whole
+    one unless the user listed and described its pods."""
+
+    exist: int
+    min: int
+    bound: int
+    running: int
+    succeeded: int
+    failed: int
+
+    @property
+    def waiting(self) -> int:
+        """Pods that exist, are not bound and have not finished: waiting to be placed."""
+        return max(0, self.exist - self.bound - self.succeeded - self.failed)
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "exist": self.exist,
+            "min": self.min,
+            "bound": self.bound,
+            "running": self.running,
+            "waiting": self.waiting,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+        }
+
+    def text(self, phase: str | None) -> str:
+        """ "6 (minMember 4): 4 bound (4 running), 2 waiting, 0 succeeded, 0 failed", and where
+        the waiting pods of a gang that runs say why they wait."""
+        out = (
+            f"{self.exist} (minMember {self.min}): {self.bound} bound ({self.running} running), "
+            f"{self.waiting} waiting, {self.succeeded} succeeded, {self.failed} failed"
+        )
+        if self.waiting and phase in ("Running", "Degraded"):
+            one = self.waiting == 1
+            out += (
+                f"; the {'pod' if one else f'{self.waiting} pods'} waiting to join "
+                f"{'says' if one else 'say'} why in {'its' if one else 'their'} PodScheduled "
+                "condition (kubectl describe pod)"
+            )
+        return out
+
+
+def members_of(obj: Obj) -> Members | None:
+    """The counts, or None before the operator has written any (a gang it has not seen)."""
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    exist = _int(status.get("members"))
+    if exist is None:
+        return None
+    return Members(
+        exist=exist,
+        min=_int(spec.get("minMember")) or 0,
+        bound=_int(status.get("bound")) or 0,
+        running=_int(status.get("running")) or 0,
+        succeeded=_int(status.get("succeeded")) or 0,
+        failed=_int(status.get("failed")) or 0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a gang waits, in numbers, and what would let it start."""
 
@@ -294,6 +358,8 @@ class Explanation:
     eta: str | None
     would_start: tuple[str, ...]
     evicted: str | None = None
+    members: Members | None = None
+    degraded: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
@@ -309,6 +375,8 @@ class Explanation:
             "eta": self.eta,
             "wouldStart": list(self.would_start),
             "evicted": self.evicted,
+            "members": self.members.to_json() if self.members is not None else None,
+            "degraded": self.degraded,
         }
 
 
@@ -571,6 +639,14 @@ def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         evicted=(
             f"{evicted.get('reason')}: {evicted.get('message')}"
             if evicted is not None and evicted.get("status") == "True"
+            else None
+        ),
+        members=members_of(obj),
+        # A gang that lost members and runs on (memberFailure: keep) says so in Evicted=False.
+        degraded=(
+            _str(evicted.get("message"))
+            if evicted is not None
+            and (evicted.get("status"), evicted.get("reason")) == ("False", "MemberFailed")
             else None
         ),
     )

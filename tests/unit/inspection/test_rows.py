@@ -21,7 +21,8 @@ from phalanx.inspection.rows import (
     share_rows,
     would_start,
 )
-from tests.unit.inspection.objects import GPU, NOW, pending, podgroup, queue, situation
+from phalanx.k8s.status import kept_condition, merge_conditions
+from tests.unit.inspection.objects import GPU, NOW, T, pending, podgroup, queue, running, situation
 
 QUEUE_KEYS = ["namespace", "name", "queue", "phase", "bound", "min", "reason", "position", "eta"]
 SHARE_KEYS = [
@@ -553,3 +554,54 @@ def test_explain_of_pods_no_node_can_hold_asks_for_other_pods_not_free_gpus() ->
         "hold the most (leaf-00) holds 4 of its 5 even empty (counted by allocatable)"
     )
     assert would_start(big, NOW)[0].startswith("no capacity freeing up lets it start")
+
+
+def test_explain_of_a_running_gang_counts_its_members_and_says_where_waiting_ones_say_why() -> None:
+    """A Job of 6 pods, minMember 4: 4 bound and running, 2 made later and waiting to join. The
+    status counts (what `k8s.status` writes) give 6 exist − 4 bound − 0 finished = 2 waiting."""
+    status = running("Scheduled", "bound 4 pods on 4 nodes", pods=4, nodes=["n0", "n1"])
+    status["members"] = 6
+    e = explanation(podgroup("job-train", 4, status=status), NOW)
+    assert e.members is not None
+    assert e.to_json()["members"] == {
+        "exist": 6,
+        "min": 4,
+        "bound": 4,
+        "running": 4,
+        "waiting": 2,
+        "succeeded": 0,
+        "failed": 0,
+    }
+    text = render.explanation_text(e, NOW).plain
+    assert (
+        "Members   6 (minMember 4): 4 bound (4 running), 2 waiting, 0 succeeded, 0 failed; the 2 "
+        "pods waiting to join say why in their PodScheduled condition (kubectl describe pod)"
+    ) in text
+    assert e.degraded is None and "Degraded" not in text
+
+
+def test_explain_of_a_gang_that_lost_members_and_runs_on_says_so_with_the_counts() -> None:
+    """memberFailure: keep, minMember 3: one of 3 pods failed and its replacement waits. The
+    Evicted=False MemberFailed condition is built by the operator's own `kept_condition`; a
+    finished pod counts as failed, not waiting: 3 exist − 2 bound − 1 failed = 0 waiting."""
+    status = running("Scheduled", "bound 3 pods on 3 nodes", pods=2, nodes=["n0", "n1"])
+    status.update(phase="Degraded", members=3, failed=1)
+    kept = kept_condition(status, "Degraded", "MemberFailed", "1 member failed: 2 of 3 run", T)
+    assert kept is not None
+    status["conditions"] = merge_conditions(status, [kept])
+    e = explanation(podgroup("pytorchjob-elastic", 3, status=status), NOW)
+    assert e.degraded == "1 member failed: 2 of 3 run"
+    assert e.evicted is None  # not evicted: it runs on
+    text = render.explanation_text(e, NOW).plain
+    assert "Members   3 (minMember 3): 2 bound (2 running), 0 waiting, 0 succeeded, 1 failed\n" in (
+        text
+    )
+    assert "Degraded  1 member failed: 2 of 3 run" in text
+
+
+def test_explain_of_a_gang_the_operator_has_not_counted_shows_no_members() -> None:
+    groups, _ = situation()
+    fresh = next(g for g in groups if g["metadata"]["name"] == "fresh")
+    e = explanation(fresh, NOW)
+    assert e.members is None and e.to_json()["members"] is None
+    assert "Members" not in render.explanation_text(e, NOW).plain

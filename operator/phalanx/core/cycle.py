@@ -1917,7 +1917,9 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             message = q.invalid
         queues[name] = QueueStatus(
             deserved={fair_name: q.deserved},
-            allocated=allocated,
+            # The fair-share resource always, 0 too, as deserved and borrowed: a queue whose
+            # gangs had all ended showed ALLOCATED blank beside DESERVED 0 in `kubectl get gq`.
+            allocated={fair_name: 0, **allocated},
             borrowed={fair_name: max(0, got - q.deserved)},
             pending_gangs=pending.get(name, 0),
             running_gangs=sum(1 for r in running if not r.gang.over) + bound.get(name, 0),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from phalanx.devcluster.controllers import WorkloadControllers
 from phalanx.devcluster.stages import RUN_FOR_ANNOTATION
+from phalanx.inspection.rows import explanation
 from tests.integration.conftest import Cluster, ensure_queue
 from tests.integration.kubelet_stand_in import FINALIZER, KubeletStandIn
 from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
@@ -899,6 +901,20 @@ def test_an_elastic_pytorchjob_starts_with_its_min_replicas_and_the_rest_join_as
         )
 
     wait_for(told, timeout=60, what=f"the 2 waiting workers' PodScheduled to say: {said}")
+
+    # `phalanx explain` counts them from the status the operator wrote (not a whole gang).
+    def counted() -> tuple[int, int, int] | None:
+        group = custom.get_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", "pytorchjob-el"
+        )
+        members = explanation(group, datetime.now(UTC)).members
+        return (members.exist, members.bound, members.waiting) if members else None
+
+    wait_for(
+        lambda: counted() == (4, 2, 2),
+        timeout=30,
+        what="explain to count the elastic job's 4 workers: 2 bound, 2 waiting",
+    )
     for i in range(2):
         cluster.core.delete_namespaced_pod(f"blocker-{i}", ns, grace_period_seconds=0)
     wait_bound(cluster, ns, selector, 4)

@@ -237,7 +237,7 @@ def _queue_status(custom: Any, name: str) -> dict[str, Any]:
 def test_a_queues_status_follows_its_gangs_out_and_a_queue_made_again_gets_one(
     cluster: Cluster, phalanx_api: Any, ns: str
 ) -> None:
-    """Its last gang gone, a Queue's `allocated` holds no GPUs (a merge patch of `{}` left the
+    """Its last gang gone, a Queue's `allocated` holds 0 GPUs (a merge patch of `{}` left the
     old figure); deleted and created again, the new object gets its whole status (the operator
     once compared with what it had written to the old one, found nothing changed, and wrote
     nothing)."""
@@ -261,7 +261,8 @@ def test_a_queues_status_follows_its_gangs_out_and_a_queue_made_again_gets_one(
             timeout=60,
             what=f"queue {name} to count no running gang once its gang is deleted",
         )
-        assert "nvidia.com/gpu" not in status.get("allocated", {}), status
+        # 0, not the last figure (nor blank: `kubectl get gq` shows ALLOCATED 0 beside DESERVED 0).
+        assert status.get("allocated", {}).get("nvidia.com/gpu") == "0", status
 
         custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
         wait_for(

@@ -311,8 +311,8 @@ class Members:
         }
 
     def text(self, phase: str | None) -> str:
-        """ "6 (minMember 4): 4 bound (4 running), 2 waiting, 0 succeeded, 0 failed", and where
-        the waiting pods of a gang that runs say why they wait."""
+        """The counts in a line, e.g. "6 (minMember 4): 4 bound (4 running), 2 waiting, 0
+        succeeded, 0 failed", and for a gang that runs, where its waiting pods say why."""
         out = (
             f"{self.exist} (minMember {self.min}): {self.bound} bound ({self.running} running), "
             f"{self.waiting} waiting, {self.succeeded} succeeded, {self.failed} failed"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from phalanx.devcluster.controllers import WorkloadControllers
 from phalanx.devcluster.stages import RUN_FOR_ANNOTATION
-from phalanx.inspection.rows import explanation
+from phalanx.inspection.rows import members_of
 from tests.integration.conftest import Cluster, ensure_queue
 from tests.integration.kubelet_stand_in import FINALIZER, KubeletStandIn
 from tests.integration.objects import TOLERATE_KWOK, container, gang_pod
@@ -904,10 +903,8 @@ def test_an_elastic_pytorchjob_starts_with_its_min_replicas_and_the_rest_join_as
 
     # `phalanx explain` counts them from the status the operator wrote (not a whole gang).
     def counted() -> tuple[int, int, int] | None:
-        group = custom.get_namespaced_custom_object(
-            "phalanx.dev", "v1alpha1", ns, "podgroups", "pytorchjob-el"
-        )
-        members = explanation(group, datetime.now(UTC)).members
+        group = get_group(custom, ns, "pytorchjob-el")
+        members = members_of(group) if group is not None else None
         return (members.exist, members.bound, members.waiting) if members else None
 
     wait_for(

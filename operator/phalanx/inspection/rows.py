@@ -318,12 +318,12 @@ class Members:
             f"{self.waiting} waiting, {self.succeeded} succeeded, {self.failed} failed"
         )
         if self.waiting and phase in ("Running", "Degraded"):
-            one = self.waiting == 1
-            out += (
-                f"; the {'pod' if one else f'{self.waiting} pods'} waiting to join "
-                f"{'says' if one else 'say'} why in {'its' if one else 'their'} PodScheduled "
-                "condition (kubectl describe pod)"
+            who = (
+                "the pod waiting to join says why in its"
+                if self.waiting == 1
+                else f"the {self.waiting} pods waiting to join say why in their"
             )
+            out += f"; {who} PodScheduled condition (kubectl describe pod)"
         return out
 
 

@@ -109,6 +109,54 @@ def test_borrowed_capacity_is_reclaimed_by_evicting_whole_gangs(
     assert pending["bound"] == 0
 
 
+def test_a_reclaimed_gang_of_bare_pods_says_nothing_makes_them_again(
+    cluster: Cluster, phalanx_api: Any, ns: str, two_queues: tuple[str, str]
+) -> None:
+    """As above with bare pods (no controller): the victim's pods are deleted and nothing makes
+    them again, which its PodGroup says (walked: the demo's bare `pair`, reclaimed, said only
+    "0 of 2 pods exist" for good)."""
+    custom = phalanx_api
+    team_a, team_b = two_queues
+
+    def gang(name: str, queue: str) -> None:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(name, 4, queue=queue)
+        )
+        for i in range(4):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"{name}-{i}", name, 8))
+
+    for i in range(4):
+        gang(f"a{i}", team_a)
+    for i in range(4):
+        wait_bound_whole(cluster, ns, f"a{i}", 4)
+    gang("b0", team_b)
+    wait_bound_whole(cluster, ns, "b0", 4)
+
+    def told() -> str | None:
+        for g in (f"a{i}" for i in range(4)):
+            status = group_status(custom, ns, g)
+            waiting = _condition(status, "Scheduled")
+            if (
+                status.get("evictedBarePods") == 4
+                and waiting
+                and "no controller" in waiting["message"]
+            ):
+                return g
+        return None
+
+    victim = wait_for(
+        told, timeout=60, what="a reclaimed team-a gang whose WaitingForPods names its bare pods"
+    )
+    message = (_condition(group_status(custom, ns, victim), "Scheduled") or {})["message"]
+    assert message.startswith("0 of 4 pods exist; its eviction (Reclaimed) "), message
+    assert message.endswith(
+        "deleted 4 pods that no controller makes again: apply them again to run the gang (pods "
+        "under a Job, JobSet or other controller are made again by it)"
+    ), message
+    left = cluster.core.list_namespaced_pod(ns, label_selector=f"phalanx.dev/pod-group={victim}")
+    assert not [p for p in left.items if p.metadata.deletion_timestamp is None], "none made again"
+
+
 def _condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     return next((c for c in status.get("conditions", []) if c["type"] == ctype), None)
 

@@ -10,6 +10,7 @@ from phalanx.core.cycle import schedule
 from phalanx.core.fairshare import accrue_usage, decay_usage, fair_share_factor
 from phalanx.core.model import (
     DEFAULT_TOPOLOGY_LEVELS,
+    BareEviction,
     CycleResult,
     Eviction,
     GangDecision,
@@ -40,6 +41,7 @@ __all__ = [
     "GPU",
     "MEMORY",
     "PODS",
+    "BareEviction",
     "CycleResult",
     "Eviction",
     "EvictionReason",

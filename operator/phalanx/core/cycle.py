@@ -52,6 +52,7 @@ from phalanx.core.reasons import (
     YIELDS_WHEN_DUE,
     EvictionReason,
     Reason,
+    bare_evicted_phrase,
     eta_phrase,
     format_duration,
     units,
@@ -727,6 +728,9 @@ class Walk:
                             self.hold(w, plan.outcome.assignment, plan.start)
             have = len(w.gang.members)
             note = f"; {w.gang.pods_note}" if w.gang.pods_note else ""
+            lost = w.gang.bare_evicted
+            if lost is not None and have < w.gang.min_member:
+                note += "; " + bare_evicted_phrase(lost.pods, lost.reason, now - lost.since)
             message = f"{have} of {w.gang.min_member} pods exist{note}" + eta_phrase(
                 eta, now, ending
             )

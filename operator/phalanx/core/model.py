@@ -150,6 +150,18 @@ class RunningGang:
 
 
 @dataclass(frozen=True, slots=True)
+class BareEviction:
+    """Members the gang's last eviction deleted that had no controller (bare pods): nothing makes
+    them again (PRODUCT.md §4), so a gang waiting for them waits until someone applies them again.
+
+    `reason` is the eviction's (`Reclaimed`, `Preempted`, …), `since` when it was marked."""
+
+    pods: int
+    reason: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
 class PendingGang:
     """A PodGroup waiting to be scheduled.
 
@@ -187,6 +199,10 @@ class PendingGang:
     """Why some of its pods do not exist yet, as its workload tells (a Job's pod-failure
     back-off): `WaitingForPods` says it after the count, so a gang waiting for pods its
     controller holds back says for how long."""
+    bare_evicted: BareEviction | None = None
+    """Its last eviction deleted bare pods (no controller) and it has not started since: its
+    `WaitingForPods` says that nothing makes them again and what to do, instead of a count that
+    reads as if they were on their way."""
 
     @property
     def ns(self) -> str:

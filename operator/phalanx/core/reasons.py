@@ -82,3 +82,15 @@ def eta_phrase(start: float | None, now: float, ending: int) -> str:
     else:
         when = f"{ending} running gangs end"
     return f"; expected start in {format_duration(start - now)} when {when}"
+
+
+def bare_evicted_phrase(pods: int, reason: str, ago: float) -> str:
+    """'its eviction (Reclaimed) 3m ago deleted 2 pods that no controller makes again: apply them
+    again to run it (…)' — why a gang of bare pods waits for ever, and the way out."""
+    plural = pods != 1
+    return (
+        f"its eviction ({reason}) {format_duration(ago)} ago deleted {pods} "
+        f"pod{'s' if plural else ''} that no controller makes again: apply "
+        f"{'them' if plural else 'it'} again to run the gang (pods under a Job, JobSet or other "
+        "controller are made again by it)"
+    )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.core import (
+    BareEviction,
     Member,
     Node,
     PendingGang,
@@ -463,6 +464,7 @@ def build_view(
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
                 pods_note=_job_backoff(gang, jobs) if len(live) < decision.need else "",
+                bare_evicted=_bare_evicted(gang.status, facts.evicted),
             )
         )
         pending_keys.add(key)
@@ -699,6 +701,16 @@ _STATES = {
 }
 """A workload's own verdict (`Workload.state`, `JobRec.state`); others (`Unknown`: kinds
 that never complete) leave it to the pod counts."""
+
+
+def _bare_evicted(status: Mapping[str, Any], mark: EvictedMark | None) -> BareEviction | None:
+    """The bare pods its last eviction deleted (`status.evictedBarePods`, written with the
+    `Evicted` mark before any pod went), while the gang has not started since (a start writes
+    `scheduledAt`; the mark clears it)."""
+    pods = _int(status.get("evictedBarePods"))
+    if mark is None or pods <= 0 or status.get("scheduledAt") is not None:
+        return None
+    return BareEviction(pods, mark.reason, mark.since)
 
 
 def _evicted(status: Mapping[str, Any]) -> EvictedMark | None:

@@ -61,16 +61,20 @@ class Evictor:
         assumed: Mapping[str, str],
         member_failures: int | None = None,
     ) -> None:
-        """Mark the gang evicted (durably), then evict every bound member with a grace period."""
+        """Mark the gang evicted (durably), then evict every bound member with a grace period.
+
+        The mark counts the members with no controller (`evictedBarePods`): nothing makes
+        them again, and the gang's `WaitingForPods` says so for as long as it waits."""
         await self.reporter.status_landed(gang.uid)
         self.metrics.evictions_total.labels(reason=reason).inc()
+        members = [p for p in gang.bound(assumed) if not p.deleting]
         if gang.group:
-            patch = evicted_mark(gang.status, reason, message, self.clock())
+            bare = sum(1 for p in members if p.owner is None)
+            patch = evicted_mark(gang.status, reason, message, self.clock(), bare_pods=bare)
             if member_failures is not None:
                 patch["memberFailures"] = member_failures
             await self.reporter.patch_group(gang, patch)
             self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
-        members = [p for p in gang.bound(assumed) if not p.deleting]
         if reason == EvictionReason.TIME_LIMIT_EXCEEDED:
             ended = runs_to_end(members, [*gang.pods, *gang.finished], self.owners)
             if ended and await end_runs(self.api, ended, self.clock()):

@@ -193,15 +193,18 @@ def running_status(
 
 
 def evicted_mark(
-    previous: Mapping[str, Any], reason: str, message: str, now: float
+    previous: Mapping[str, Any], reason: str, message: str, now: float, bare_pods: int = 0
 ) -> dict[str, Any]:
     """The status patch that marks a gang evicted (or rolled back): the durable fact that its
     capacity is on its way back, written before any of its pods goes. No start, no placement:
-    its next run gets new ones."""
+    its next run gets new ones. `bare_pods`: members it deletes that no controller makes again
+    (a rollback makes its bare pods again itself, so it passes none); every mark rewrites the
+    count, so it is always the last eviction's."""
     return {
         "phase": "Pending",
         "placement": None,
         "scheduledAt": None,
+        "evictedBarePods": bare_pods if bare_pods > 0 else None,
         "conditions": merge_conditions(
             previous, [condition(previous, "Evicted", "True", reason, message, now)]
         ),

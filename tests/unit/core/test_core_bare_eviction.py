@@ -1,0 +1,44 @@
+"""`WaitingForPods` of a gang whose last eviction deleted bare pods (`PendingGang.bare_evicted`):
+nothing makes them again, so the count alone ("0 of 2 pods exist") read as if they were coming.
+
+Fabric: 1 spine × 1 leaf × 2 nodes × 8 GPUs, `now` = 1000; reclaimed at 820 (3 minutes ago).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core_builders import DEFAULT_POLICY, fabric, gang, snapshot
+
+from phalanx.core import BareEviction, Reason, schedule
+
+NOW = 1000.0
+LOST = BareEviction(pods=2, reason="Reclaimed", since=820.0)
+
+
+def _message(pods: int, lost: BareEviction | None) -> str:
+    pending = replace(gang("pair").pods(pods).min(2).build(), bare_evicted=lost)
+    result = schedule(snapshot(fabric(1, 1, 2), pending=[pending]), DEFAULT_POLICY, NOW)
+    decision = result.gangs["ns/pair"]
+    assert decision.reason is Reason.WAITING_FOR_PODS, decision
+    return decision.message
+
+
+def test_it_says_its_pods_are_not_made_again_and_what_to_do() -> None:
+    assert _message(0, LOST) == (
+        "0 of 2 pods exist; its eviction (Reclaimed) 3m ago deleted 2 pods that no controller "
+        "makes again: apply them again to run the gang (pods under a Job, JobSet or other "
+        "controller are made again by it)"
+    )
+
+
+def test_one_pod_applied_again_still_waits_for_the_other_and_says_why() -> None:
+    assert _message(1, BareEviction(1, "Preempted", 940.0)) == (
+        "1 of 2 pods exist; its eviction (Preempted) 1m ago deleted 1 pod that no controller "
+        "makes again: apply it again to run the gang (pods under a Job, JobSet or other "
+        "controller are made again by it)"
+    )
+
+
+def test_without_that_fact_it_says_the_count_alone() -> None:
+    assert _message(0, None) == "0 of 2 pods exist"

@@ -268,6 +268,10 @@ def main() -> None:
         "crd/podgroups.phalanx.dev",
         "crd/queues.phalanx.dev",
     )
+    # Established is not yet served: the API server's cache of a new CRD's storage answers 429
+    # "storage is (re)initializing" for a moment, which kopf logged as an ERROR at every first
+    # start. kubectl's client waits out a 429 (it honours Retry-After), so one list of each waits.
+    kubectl(kubeconfig, "get", "queues.phalanx.dev,podgroups.phalanx.dev", "-A", "-o", "name")
     start_operator(kubeconfig)
     apply_admission_policies(kubeconfig)
     for name in (

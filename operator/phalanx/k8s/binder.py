@@ -48,8 +48,9 @@ from phalanx.k8s.status import (
 from phalanx.k8s.tasks import pod_ref, spawn
 
 log = logging.getLogger("phalanx.binder")
-PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail")
-"""Status fields that describe a gang waiting; the decision record removes them."""
+PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail", "evictedBarePods")
+"""Status fields that describe a gang waiting (or why it waits); the decision record removes
+them."""
 GONE_WAIT_S = 30.0
 """How long a rollback waits for a deleted bare pod to be gone before it recreates it."""
 

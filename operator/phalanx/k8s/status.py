@@ -34,6 +34,7 @@ OWNED_GROUP_FIELDS = (
     "observedGeneration",
     "recreate",
     "phantomDueAt",
+    "evictedBarePods",
 )
 
 

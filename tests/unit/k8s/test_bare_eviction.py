@@ -97,3 +97,23 @@ def test_without_bare_pods_or_once_started_again_it_says_only_the_count() -> Non
     assert _waiting_message(_evicted_status(), []) == "0 of 2 pods exist"
     again = _evicted_status(evictedBarePods=2, scheduledAt="1970-01-01T00:15:00Z")
     assert _waiting_message(again, []) == "0 of 2 pods exist"
+
+
+def test_its_pods_applied_again_start_it_and_the_count_goes() -> None:
+    """Both pods applied again: the gang is placed, and its decision record removes the count
+    (it described the wait, which is over)."""
+    api = FakeApi()
+    g = {**group("g", 2), "status": _evicted_status(evictedBarePods=2)}
+    pods = [pod(n, group="g", gpus=4) for n in "ab"]
+    sched = Scheduler(
+        build_config(metrics_port=0, health_port=0), api, ListSource(pods, [g]), clock=lambda: 1e3
+    )
+
+    async def go() -> None:
+        await sched.cycle()
+        await sched.settle()
+
+    asyncio.run(go())
+    record = next(s for s in api.statuses if s.get("phase") == "Binding")
+    assert "evictedBarePods" in record and record["evictedBarePods"] is None, record
+    assert sorted(c[1] for c in api.calls if c[0] == "bind") == ["a", "b"]

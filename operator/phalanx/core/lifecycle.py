@@ -357,6 +357,7 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             Phase.PENDING,
             Action.HOLD,
             ev.reason,
+            _leaving(n, ev, now),
             evicting=True,
             need=need,
             member_failures=failures,
@@ -462,4 +463,26 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             not_before = until
     return LifecycleDecision(
         Phase.PENDING, Action.SCHEDULE, not_before=not_before, need=need, member_failures=failures
+    )
+
+
+def _leaving(n: _Counts, ev: EvictedMark, now: float) -> str:
+    """What an eviction under way waits for, in numbers: "evicted (MemberFailed) 12s ago; 1
+    member still to go (1 terminating) before it is placed again". Until then the gang's status
+    still said `Scheduled` "bound 3 pods" with 3 bound — for a minute after a node was deleted,
+    while the pod on it waited for the pod garbage collector."""
+    parts = [
+        f"{count} {what}"
+        for count, what in (
+            (n.live, "still bound"),
+            (n.terminating, "terminating"),
+            (n.lost, "on a lost node"),
+        )
+        if count
+    ]
+    held = n.live + n.terminating + n.lost
+    return (
+        f"evicted ({ev.reason}) {format_duration(now - ev.since)} ago; {held} "
+        f"member{'s' if held != 1 else ''} still to go ({', '.join(parts)}) before it is placed "
+        "again"
     )

@@ -47,6 +47,7 @@ from phalanx.k8s.status import (
     merge_conditions,
     merge_patch,
     pending_status,
+    pod_counts,
     queue_status_body,
     rfc3339,
     running_status,
@@ -402,6 +403,27 @@ class Reporter:
                     ],
                 )
             return desired
+        if d.action is Action.HOLD and d.phase is Phase.PENDING and d.message:
+            # An eviction under way (its mark seen, members still to go): the bind's
+            # `Scheduled=True` and its counts no longer hold. It waits for its pods: to go,
+            # then to exist again.
+            return {
+                "phase": str(Phase.PENDING),
+                **pod_counts(gang, assumed),
+                "conditions": merge_conditions(
+                    gang.status,
+                    [
+                        condition(
+                            gang.status,
+                            "Scheduled",
+                            "False",
+                            Reason.WAITING_FOR_PODS,
+                            d.message,
+                            now,
+                        )
+                    ],
+                ),
+            }
         if d.action is Action.NONE and d.phase in (Phase.SUCCEEDED, Phase.FAILED):
             return {
                 **running_status(gang, assumed, d.phase),

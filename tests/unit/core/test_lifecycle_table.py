@@ -440,6 +440,30 @@ def test_a_member_failure_message_accounts_for_every_member(members: str, counts
     assert d.message.startswith(counts + "; evicting the gang whole"), d.message
 
 
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ("TTTT", "evicted (Reclaimed) 12s ago; 4 members still to go (4 terminating)"),
+        (
+            "RRTL",
+            "evicted (Reclaimed) 12s ago; 4 members still to go (2 still bound, 1 "
+            "terminating, 1 on a lost node)",
+        ),
+        ("TSS", "evicted (Reclaimed) 12s ago; 1 member still to go (1 terminating)"),
+    ],
+)
+def test_an_eviction_under_way_says_what_it_waits_for(members: str, message: str) -> None:
+    """Marked at t = 988, seen at 1000: the members still holding capacity, by state
+    (succeeded ones hold none and are not counted)."""
+    d = decide(
+        facts(members, recorded_phase="Pending", evicted=EvictedMark("Reclaimed", 988.0)),
+        POLICY,
+        NOW,
+    )
+    assert (d.action, d.evicting) == (Action.HOLD, True)
+    assert d.message == message + " before it is placed again", d.message
+
+
 def test_backoff_is_exponential_and_capped() -> None:
     assert [backoff_seconds(k, POLICY) for k in range(6)] == [0, 10, 20, 40, 80, 160]
     assert backoff_seconds(7, POLICY) == 600  # 640 capped

@@ -321,3 +321,30 @@ def test_a_bare_member_its_user_is_deleting_is_not_recreated_by_a_rollback() -> 
     cycle(scheduler(api, [b], [{**group("g", 2), "status": status}]))
     assert ("evicted", "BindFailed") in api.calls
     assert not [c for c in api.calls if c[0] == "create"], api.calls
+
+
+def test_a_gang_whose_eviction_is_under_way_no_longer_says_it_is_scheduled() -> None:
+    """Reclaimed 12 s ago (its mark seen), both members still bound: its status turns from the
+    bind's `Scheduled=True` "bound 2 pods" to waiting, with the members still to go, and its
+    counts are written again. Walked: a node deleted under a Job's gang left it `Pending`,
+    `Scheduled` "bound 3 pods", 3 bound, for the minute its pods took to go."""
+    from phalanx.k8s.status import condition, merge_patch
+
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), running("b", "g", "n1")]
+    marks = [
+        condition({}, "Scheduled", "True", "Scheduled", "bound 2 pods (8 GPUs) on 1 node", 900.0),
+        condition({}, "Evicted", "True", "Reclaimed", "reclaimed for queue research", 988.0),
+    ]
+    g = with_status(group("g", 2), phase="Pending", conditions=marks, bound=3, running=3)
+    cycle(scheduler(api, pods, [g]))
+    written = merge_patch(g["status"], api.statuses[-1])
+    scheduled = next(c for c in written["conditions"] if c["type"] == "Scheduled")
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "False",
+        "WaitingForPods",
+        "evicted (Reclaimed) 12s ago; 2 members still to go (2 still bound) before it is placed "
+        "again",
+    )
+    assert (written["phase"], written["bound"], written["running"]) == ("Pending", 2, 2)
+    assert not [c for c in api.calls if c[0] in ("evict", "delete", "bind")], api.calls

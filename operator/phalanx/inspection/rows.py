@@ -327,6 +327,16 @@ class Members:
         return out
 
 
+def _made_by(bare_evicted: int) -> str:
+    """Who makes a waiting gang's missing pods, when its status says nobody will."""
+    if not bare_evicted:
+        return ""
+    return (
+        f"; its eviction deleted {bare_evicted} bare pod(s) and no controller makes them again: "
+        "apply them again"
+    )
+
+
 def members_of(obj: Obj) -> Members | None:
     """The counts, or None before the operator has written any (a gang it has not seen)."""
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
@@ -437,9 +447,18 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         members = _int(status.get("members")) or 0
         minimum = _int(spec.get("minMember")) or 0
         missing = max(0, minimum - members)
+        evicted = condition(obj, "Evicted")
+        still_bound = _int(status.get("bound")) or 0
+        if evicted is not None and evicted.get("status") == "True" and still_bound:
+            # An eviction under way: its pods come back (or are applied again) only after.
+            hints.append(
+                f"needs its eviction ({_str(evicted.get('reason')) or 'unknown'}) to finish: "
+                f"{still_bound} member(s) still on their nodes"
+            )
         hints.append(
             f"needs {missing} more pod(s) labelled phalanx.dev/pod-group={name} in namespace "
             f"{namespace} ({members} of {minimum} exist)"
+            + _made_by(_int(status.get("evictedBarePods")) or 0)
         )
     elif reason == Reason.QUEUE_NOT_FOUND:
         hints.append(f"needs a Queue named {queue}, or spec.queue naming an existing Queue")

@@ -21,7 +21,7 @@ from phalanx.inspection.rows import (
     share_rows,
     would_start,
 )
-from phalanx.k8s.status import kept_condition, merge_conditions
+from phalanx.k8s.status import condition, kept_condition, merge_conditions
 from tests.unit.inspection.objects import GPU, NOW, T, pending, podgroup, queue, running, situation
 
 QUEUE_KEYS = ["namespace", "name", "queue", "phase", "bound", "min", "reason", "position", "eta"]
@@ -309,6 +309,42 @@ def test_explain_waiting_for_pods_counts_the_missing_members() -> None:
         "needs 3 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 4 exist)"
     )
     assert len(hints) == 1  # no share or ETA figures for a gang whose pods are missing
+
+
+def _evicted_early(members: int, bound: int, bare: int | None) -> dict[str, Any]:
+    """`early` (minMember 4) reclaimed a minute ago, as the evictor and the reporter leave it."""
+    status = pending(
+        "WaitingForPods",
+        "…",
+        requested=0,
+        free=128,
+        deserved=0,
+        allocated=0,
+        position=1,
+        eta_in=None,
+        members=members,
+    )
+    mark = condition({}, "Evicted", "True", "Reclaimed", "reclaimed for queue research", T - 60)
+    status["conditions"] = merge_conditions(status, [mark])
+    status["bound"] = bound
+    if bare is not None:
+        status["evictedBarePods"] = bare
+    return podgroup("early", 4, status=status)
+
+
+def test_explain_of_an_eviction_under_way_says_it_must_finish_first() -> None:
+    """2 members still on their nodes (terminating), 0 of 4 pods left that count."""
+    assert would_start(_evicted_early(members=0, bound=2, bare=None), NOW) == (
+        "needs its eviction (Reclaimed) to finish: 2 member(s) still on their nodes",
+        "needs 4 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (0 of 4 exist)",
+    )
+
+
+def test_explain_of_a_gang_whose_bare_pods_were_evicted_says_to_apply_them_again() -> None:
+    assert would_start(_evicted_early(members=1, bound=0, bare=4), NOW) == (
+        "needs 3 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 4 exist); "
+        "its eviction deleted 4 bare pod(s) and no controller makes them again: apply them again",
+    )
 
 
 def test_explain_of_a_running_gang_or_an_unseen_one() -> None:

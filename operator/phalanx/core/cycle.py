@@ -730,7 +730,9 @@ class Walk:
             note = f"; {w.gang.pods_note}" if w.gang.pods_note else ""
             lost = w.gang.bare_evicted
             if lost is not None and have < w.gang.min_member:
-                note += "; " + bare_evicted_phrase(lost.pods, lost.reason, now - lost.since)
+                note += "; " + bare_evicted_phrase(
+                    lost.pods, lost.failed, lost.reason, now - lost.since
+                )
             message = f"{have} of {w.gang.min_member} pods exist{note}" + eta_phrase(
                 eta, now, ending
             )

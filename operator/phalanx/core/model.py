@@ -154,11 +154,14 @@ class BareEviction:
     """Members the gang's last eviction deleted that had no controller (bare pods): nothing makes
     them again (PRODUCT.md §4), so a gang waiting for them waits until someone applies them again.
 
-    `reason` is the eviction's (`Reclaimed`, `Preempted`, …), `since` when it was marked."""
+    `reason` is the eviction's (`Reclaimed`, `Preempted`, …), `since` when it was marked;
+    `failed`: its bare members that failed and still exist (a `MemberFailed` eviction's cause),
+    which have to be deleted before they can be applied again."""
 
     pods: int
     reason: str
     since: float
+    failed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,13 +84,24 @@ def eta_phrase(start: float | None, now: float, ending: int) -> str:
     return f"; expected start in {format_duration(start - now)} when {when}"
 
 
-def bare_evicted_phrase(pods: int, reason: str, ago: float) -> str:
+def bare_evicted_phrase(deleted: int, failed: int, reason: str, ago: float) -> str:
     """'its eviction (Reclaimed) 3m ago deleted 2 pods that no controller makes again: apply them
-    again to run it (…)' — why a gang of bare pods waits for ever, and the way out."""
-    plural = pods != 1
+    again to run the gang (…)' — why a gang of bare pods waits for ever, and the way out. Its
+    failed bare pods are named too: they stay `Failed` (a pod is never run again), so applying
+    the same manifest again leaves them as they are until they are deleted."""
+
+    def pods(n: int, kind: str = "") -> str:
+        return f"{n} {kind}pod{'' if n == 1 else 's'}"
+
+    what = [f"deleted {pods(deleted)}"] if deleted else []
+    if failed:
+        what.append(f"left {pods(failed, 'failed ')}")
+    them = "it" if deleted + failed == 1 else "them"
+    todo = f"apply {them} again"
+    if failed:
+        todo = f"delete the failed pod{'' if failed == 1 else 's'} and {todo}"
     return (
-        f"its eviction ({reason}) {format_duration(ago)} ago deleted {pods} "
-        f"pod{'s' if plural else ''} that no controller makes again: apply "
-        f"{'them' if plural else 'it'} again to run the gang (pods under a Job, JobSet or other "
+        f"its eviction ({reason}) {format_duration(ago)} ago {' and '.join(what)} that no "
+        f"controller makes again: {todo} to run the gang (pods under a Job, JobSet or other "
         "controller are made again by it)"
     )

@@ -444,8 +444,13 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             "what no node or domain offers), or add nodes that have it",
         )
     if reason == Reason.WAITING_FOR_PODS:
-        members = _int(status.get("members")) or 0
-        minimum = _int(spec.get("minMember")) or 0
+        # As the core counts (`N of M pods exist`): pods that may still run, against minMember
+        # less the members that succeeded; a failed pod is never run again.
+        done = _int(status.get("succeeded")) or 0
+        members = max(
+            0, (_int(status.get("members")) or 0) - done - (_int(status.get("failed")) or 0)
+        )
+        minimum = max(0, (_int(spec.get("minMember")) or 0) - done)
         missing = max(0, minimum - members)
         evicted = condition(obj, "Evicted")
         still_bound = _int(status.get("bound")) or 0

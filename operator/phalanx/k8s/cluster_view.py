@@ -464,7 +464,7 @@ def build_view(
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
                 pods_note=_job_backoff(gang, jobs) if len(live) < decision.need else "",
-                bare_evicted=_bare_evicted(gang.status, facts.evicted),
+                bare_evicted=_bare_evicted(gang, facts.evicted),
             )
         )
         pending_keys.add(key)
@@ -703,14 +703,16 @@ _STATES = {
 that never complete) leave it to the pod counts."""
 
 
-def _bare_evicted(status: Mapping[str, Any], mark: EvictedMark | None) -> BareEviction | None:
+def _bare_evicted(gang: Gang, mark: EvictedMark | None) -> BareEviction | None:
     """The bare pods its last eviction deleted (`status.evictedBarePods`, written with the
-    `Evicted` mark before any pod went), while the gang has not started since (a start writes
-    `scheduledAt`; the mark clears it)."""
-    pods = _int(status.get("evictedBarePods"))
-    if mark is None or pods <= 0 or status.get("scheduledAt") is not None:
+    `Evicted` mark before any pod went) and its failed bare pods, while the gang has not started
+    since (a start writes `scheduledAt`; the mark clears it)."""
+    status = gang.status
+    deleted = _int(status.get("evictedBarePods"))
+    failed = sum(1 for p in gang.finished if p.phase == "Failed" and p.owner is None)
+    if mark is None or deleted + failed <= 0 or status.get("scheduledAt") is not None:
         return None
-    return BareEviction(pods, mark.reason, mark.since)
+    return BareEviction(deleted, mark.reason, mark.since, failed=failed)
 
 
 def _evicted(status: Mapping[str, Any]) -> EvictedMark | None:

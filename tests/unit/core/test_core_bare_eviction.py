@@ -42,3 +42,14 @@ def test_one_pod_applied_again_still_waits_for_the_other_and_says_why() -> None:
 
 def test_without_that_fact_it_says_the_count_alone() -> None:
     assert _message(0, None) == "0 of 2 pods exist"
+
+
+def test_a_failed_bare_member_is_named_with_what_to_do_about_it() -> None:
+    """Evicted for `MemberFailed` 7 s ago: one member deleted, the one that failed still there
+    (`Failed` for good), so the manifest applied again would leave it as it is."""
+    lost = BareEviction(1, "MemberFailed", 993.0, failed=1)
+    assert _message(0, lost) == (
+        "0 of 2 pods exist; its eviction (MemberFailed) 7s ago deleted 1 pod and left 1 failed "
+        "pod that no controller makes again: delete the failed pod and apply them again to run "
+        "the gang (pods under a Job, JobSet or other controller are made again by it)"
+    )

@@ -347,6 +347,17 @@ def test_explain_of_a_gang_whose_bare_pods_were_evicted_says_to_apply_them_again
     )
 
 
+def test_explain_counts_only_pods_that_may_still_run_as_the_message_does() -> None:
+    """Walked: a bare member failed, its gang evicted ("0 of 2 pods exist"), and explain said
+    "needs 1 more pod(s) (1 of 2 exist)", counting the failed pod. Here: minMember 4, 1 succeeded
+    (counts toward it), 1 failed, 1 pending: 1 of 3 exist, 2 more needed."""
+    obj = _evicted_early(members=3, bound=0, bare=None)
+    obj["status"]["succeeded"], obj["status"]["failed"] = 1, 1
+    assert would_start(obj, NOW)[0] == (
+        "needs 2 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 3 exist)"
+    )
+
+
 def test_explain_of_a_running_gang_or_an_unseen_one() -> None:
     groups, _ = situation()
     short = next(g for g in groups if g["metadata"]["name"] == "short")

@@ -117,3 +117,13 @@ def test_its_pods_applied_again_start_it_and_the_count_goes() -> None:
     record = next(s for s in api.statuses if s.get("phase") == "Binding")
     assert "evictedBarePods" in record and record["evictedBarePods"] is None, record
     assert sorted(c[1] for c in api.calls if c[0] == "bind") == ["a", "b"]
+
+
+def test_a_failed_bare_member_left_by_its_eviction_is_counted() -> None:
+    """The member that failed is still there, `Failed`, beside the one the eviction deleted."""
+    failed = pod("b", group="g", gpus=4, node_name="n1", phase="Failed")
+    message = _waiting_message(_evicted_status(evictedBarePods=1), [failed])
+    assert message.startswith(
+        "0 of 2 pods exist; its eviction (Reclaimed) 3m ago deleted 1 pod and left 1 failed pod "
+        "that no controller makes again: delete the failed pod and apply them again"
+    ), message

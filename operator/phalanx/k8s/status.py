@@ -199,8 +199,17 @@ def evicted_mark(
     """The status patch that marks a gang evicted (or rolled back): the durable fact that its
     capacity is on its way back, written before any of its pods goes. No start, no placement:
     its next run gets new ones. `bare_pods`: members it deletes that no controller makes again
-    (a rollback makes its bare pods again itself, so it passes none); every mark rewrites the
-    count, so it is always the last eviction's."""
+    (a rollback makes its bare pods again itself, so it passes none). A new eviction rewrites
+    the count; the same one issued again (its members still bound a minute on, or across a
+    restart, with no start in between) sees only the members left, so the larger count stays."""
+    again = previous.get("scheduledAt") is None and any(
+        isinstance(c, Mapping)
+        and (c.get("type"), c.get("status"), c.get("reason")) == ("Evicted", "True", reason)
+        for c in previous.get("conditions") or []
+    )
+    before = previous.get("evictedBarePods")
+    if again and isinstance(before, int):
+        bare_pods = max(bare_pods, before)
     return {
         "phase": "Pending",
         "placement": None,

@@ -127,3 +127,16 @@ def test_a_failed_bare_member_left_by_its_eviction_is_counted() -> None:
         "0 of 2 pods exist; its eviction (Reclaimed) 3m ago deleted 1 pod and left 1 failed pod "
         "that no controller makes again: delete the failed pod and apply them again"
     ), message
+
+
+def test_the_same_eviction_issued_again_keeps_the_count_of_its_first_issue() -> None:
+    """Issued again after a restart, one of its two bare members already gone: still 2 deleted.
+    A new eviction (after the gang started again) counts afresh."""
+    from phalanx.k8s.status import evicted_mark, merge_patch
+
+    first = merge_patch({"phase": "Running"}, evicted_mark({}, "Reclaimed", "r", 100.0, 2))
+    assert first["evictedBarePods"] == 2
+    again = evicted_mark(first, "Reclaimed", "r", 170.0, bare_pods=1)
+    assert again["evictedBarePods"] == 2, again
+    started = {**first, "scheduledAt": "1970-01-01T00:05:00Z"}
+    assert evicted_mark(started, "Reclaimed", "r", 400.0, bare_pods=1)["evictedBarePods"] == 1

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import Cluster
-from tests.integration.objects import gang_pod, pod_group
+from tests.integration.objects import gang_job, gang_pod, pod_group
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_operator_gangs import PodWatch, group_status, nodes_of
 from tests.integration.waiting import wait_for
@@ -151,6 +151,34 @@ def test_a_gang_short_of_pods_past_its_schedule_timeout_is_failed(
     assert cond["status"] == "False" and cond["reason"] == "WaitingForPods"
     assert "scheduleTimeoutSeconds" in cond["message"], cond
     assert not any(nodes_of(cluster, ns, "short").values()), "nothing was bound"
+
+
+def test_a_job_smaller_than_its_podgroup_is_named_in_its_wait(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """A hand-written PodGroup of minMember 4 over a Job of parallelism 2: it can never start,
+    and its `WaitingForPods` says why and what to change, not just "2 of 4 pods exist"."""
+    _create_group(phalanx_api, ns, pod_group("narrow", 4))
+    cluster.batch.create_namespaced_job(ns, gang_job("narrow", "narrow", 2, 8))
+
+    def said() -> str | None:
+        cond = next(
+            (
+                c
+                for c in group_status(phalanx_api, ns, "narrow").get("conditions", [])
+                if c["type"] == "Scheduled"
+            ),
+            None,
+        )
+        return cond["message"] if cond and cond["message"].startswith("2 of 4") else None
+
+    message = wait_for(said, timeout=30, what="narrow's WaitingForPods to count its Job's 2 pods")
+    assert message == (
+        "2 of 4 pods exist; its Job narrow runs at most 2 pods at once, fewer than the 4 it needs "
+        "together: it starts only if other pods join its PodGroup (lower spec.minMember to 2, "
+        "or let the Job run 4 at once)"
+    ), message
+    assert not any(nodes_of(cluster, ns, "narrow").values()), "nothing was bound"
 
 
 def _one_leaf(cluster: Cluster) -> tuple[str, list[str]]:

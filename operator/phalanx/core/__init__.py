@@ -31,6 +31,7 @@ from phalanx.core.model import (
     Taint,
     Toleration,
     TopologyLevel,
+    WorkloadCap,
 )
 from phalanx.core.reasons import EvictionReason, Reason, format_duration
 from phalanx.core.resources import CPU, GPU, MEMORY, PODS
@@ -64,6 +65,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologyLevel",
+    "WorkloadCap",
     "accrue_usage",
     "decay_usage",
     "fair_share_factor",

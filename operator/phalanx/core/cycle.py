@@ -55,6 +55,7 @@ from phalanx.core.reasons import (
     bare_evicted_phrase,
     eta_phrase,
     format_duration,
+    too_few_phrase,
     units,
 )
 from phalanx.core.reclaim import can_reclaim, keeps_victim_share
@@ -728,6 +729,9 @@ class Walk:
                             self.hold(w, plan.outcome.assignment, plan.start)
             have = len(w.gang.members)
             note = f"; {w.gang.pods_note}" if w.gang.pods_note else ""
+            cap = w.gang.workload
+            if cap is not None and cap.pods < w.gang.min_member:
+                note += "; " + too_few_phrase(cap.kind, cap.name, cap.pods, w.gang.min_member)
             lost = w.gang.bare_evicted
             if lost is not None and have < w.gang.min_member:
                 note += "; " + bare_evicted_phrase(

@@ -165,6 +165,18 @@ class BareEviction:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadCap:
+    """The one workload that makes a hand-written PodGroup's pods, and the most pods it runs at
+    once (a Job: the lesser of its parallelism and completions). Fewer than the gang needs, and
+    its `WaitingForPods` would otherwise read as if the rest were coming: Volcano's users meet
+    a `minAvailable` above a Job's parallelism as a gang that waits for ever, saying only 2/4."""
+
+    kind: str
+    name: str
+    pods: int
+
+
+@dataclass(frozen=True, slots=True)
 class PendingGang:
     """A PodGroup waiting to be scheduled.
 
@@ -202,6 +214,9 @@ class PendingGang:
     """Why some of its pods do not exist yet, as its workload tells (a Job's pod-failure
     back-off): `WaitingForPods` says it after the count, so a gang waiting for pods its
     controller holds back says for how long."""
+    workload: WorkloadCap | None = None
+    """The single workload making its pods (hand-written PodGroups only), whose size the
+    `WaitingForPods` message compares with what the gang needs."""
     bare_evicted: BareEviction | None = None
     """Its last eviction deleted bare pods (no controller) and it has not started since: its
     `WaitingForPods` says that nothing makes them again and what to do, instead of a count that

@@ -105,3 +105,12 @@ def bare_evicted_phrase(deleted: int, failed: int, reason: str, ago: float) -> s
         f"controller makes again: {todo} to run the gang (pods under a Job, JobSet or other "
         "controller are made again by it)"
     )
+
+
+def too_few_phrase(kind: str, name: str, pods: int, need: int) -> str:
+    """'its Job train runs at most 2 pods at once, fewer than the 4 it needs together: …'"""
+    return (
+        f"its {kind} {name} runs at most {pods} pod{'' if pods == 1 else 's'} at once, fewer "
+        f"than the {need} it needs together: it starts only if other pods join its PodGroup "
+        f"(lower spec.minMember to {pods}, or let the {kind} run {need} at once)"
+    )

@@ -28,6 +28,7 @@ from phalanx.core import (
     RunningGang,
     RunningMember,
     Snapshot,
+    WorkloadCap,
     decay_usage,
 )
 from phalanx.core.autogang import (
@@ -465,6 +466,7 @@ def build_view(
                 else "",
                 pods_note=_job_backoff(gang, jobs) if len(live) < decision.need else "",
                 bare_evicted=_bare_evicted(gang, facts.evicted),
+                workload=_workload_cap(gang, jobs),
             )
         )
         pending_keys.add(key)
@@ -701,6 +703,18 @@ _STATES = {
 }
 """A workload's own verdict (`Workload.state`, `JobRec.state`); others (`Unknown`: kinds
 that never complete) leave it to the pod counts."""
+
+
+def _workload_cap(gang: Gang, jobs: Mapping[str, JobRec]) -> WorkloadCap | None:
+    """The standalone Job that makes a hand-written PodGroup's pods, and how many it runs at
+    once. A Job under a JobSet (or any other owner) is left out: its siblings' pods join the
+    same PodGroup."""
+    if gang.group is None or gang.group.managed:
+        return None
+    job = _gang_job(gang, jobs)
+    if job is None or job.workload is None or job.workload.owner is not None:
+        return None
+    return WorkloadCap("Job", job.name, job.workload.members)
 
 
 def _bare_evicted(gang: Gang, mark: EvictedMark | None) -> BareEviction | None:

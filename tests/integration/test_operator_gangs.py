@@ -6,6 +6,7 @@ namespace; the fixture frees the capacity afterwards.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -298,3 +299,19 @@ def test_metrics_are_served_with_the_documented_names(
     ):
         assert name in text, f"{name} missing from /metrics"
     assert 'phalanx_binds_total{result="ok"}' in text
+
+    # Beyond §6: PodGroups by phase; `m` runs, so its queue counts at least one Running.
+    def running() -> bool:
+        found = re.findall(
+            r'^phalanx_gangs\{[^}]*phase="Running"[^}]*\} (\S+)$', operator.metrics(), re.M
+        )
+        return bool(found) and max(float(v) for v in found) >= 1
+
+    wait_for(
+        running,
+        timeout=30,
+        what="phalanx_gangs to count m's PodGroup Running",
+        describe=lambda: "\n".join(
+            line for line in operator.metrics().splitlines() if "phalanx_gangs" in line
+        ),
+    )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from phalanx.config import ConfigError
+from phalanx.core.lifecycle import Phase
 
 _WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -74,6 +75,15 @@ class Metrics:
             "phalanx_queue_pending_gangs", "Pending gangs.", ["queue"], registry=r
         )
         self.gpus = Gauge("phalanx_gpus", "GPUs by state.", ["state"], registry=r)
+        self.gangs = Gauge(
+            "phalanx_gangs",
+            "PodGroups by queue and phase, as kubectl get gang shows them (Degraded: running "
+            "short of members; Failed: ended by its workload, a time limit or a schedule "
+            "timeout).",
+            ["queue", "phase"],
+            registry=r,
+        )
+        self._gang_queues: set[str] = set()
         self.leaves_spanned = Histogram(
             "phalanx_gang_leaves_spanned",
             "Leaves a bound gang spans.",
@@ -106,6 +116,19 @@ class Metrics:
                 self.queue_deserved.remove(queue, res)
                 self.queue_allocated.remove(queue, res)
             self.queue_pending.remove(queue)
+
+    def set_gangs(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """(queue, phase) → PodGroups, every cycle. Each queue with a gang has a series for every
+        phase, 0 included, so an alert on `phalanx_gangs{phase="Degraded"} > 0` or a graph sees
+        a phase empty out; a queue left with no gang loses its series."""
+        queues = {q for q, _ in counts}
+        for queue in self._gang_queues - queues:
+            for phase in Phase:
+                self.gangs.remove(queue, str(phase))
+        for queue in queues:
+            for phase in Phase:
+                self.gangs.labels(queue=queue, phase=str(phase)).set(counts.get((queue, phase), 0))
+        self._gang_queues = queues
 
     def serve(self, port: int) -> None:
         """Serve /metrics on `port` (0: not at all); a port that cannot be bound is a bad

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -709,6 +710,12 @@ class Reporter:
         for gone in self.queues_written.keys() - result.queues.keys():
             del self.queues_written[gone]
         self.metrics.forget_queues_except(set(result.queues))
+        phases: Counter[tuple[str, str]] = Counter(
+            (g.group.queue, str(g.decision.phase))
+            for g in view.gangs.values()
+            if g.group is not None and g.decision is not None
+        )
+        self.metrics.set_gangs(phases)
         for name, qs in sorted(result.queues.items()):
             self.metrics.set_queue(name, qs.deserved, qs.allocated, qs.pending_gangs)
             rec = view.queues.get(name)

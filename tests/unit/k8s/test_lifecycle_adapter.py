@@ -348,3 +348,18 @@ def test_a_gang_whose_eviction_is_under_way_no_longer_says_it_is_scheduled() -> 
     )
     assert (written["phase"], written["bound"], written["running"]) == ("Pending", 2, 2)
     assert not [c for c in api.calls if c[0] in ("evict", "delete", "bind")], api.calls
+
+
+def test_a_cycle_counts_its_podgroups_by_phase_in_the_metrics() -> None:
+    """g runs whole; h has 1 of its 2 pods: Running 1, Pending 1, the other phases 0."""
+    api = FakeApi()
+    pods = [running("a", "g", "n1"), running("b", "g", "n1"), pod("c", group="h", gpus=4)]
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    sched = scheduler(api, pods, [g, group("h", 2)])
+    cycle(sched)
+
+    def count(phase: str) -> float | None:
+        labels = {"queue": "default", "phase": phase}
+        return sched.metrics.registry.get_sample_value("phalanx_gangs", labels)
+
+    assert [count(p) for p in ("Running", "Pending", "Degraded", "Failed")] == [1, 1, 0, 0]

@@ -50,6 +50,20 @@ def test_queue_gauges_read_zero_for_what_is_gone_and_deleted_queues_vanish() -> 
     assert value("phalanx_queue_deserved", queue="kept", resource="nvidia.com/gpu") == 8
 
 
+def test_gang_gauges_count_every_phase_of_a_queue_and_drop_a_queue_left_empty() -> None:
+    m = Metrics()
+
+    def value(queue: str, phase: str) -> float | None:
+        return m.registry.get_sample_value("phalanx_gangs", {"queue": queue, "phase": phase})
+
+    m.set_gangs({("research", "Running"): 2, ("research", "Degraded"): 1, ("prod", "Pending"): 1})
+    assert (value("research", "Running"), value("research", "Degraded")) == (2, 1)
+    assert value("research", "Pending") == 0, "every phase of a queue with gangs has a series"
+    m.set_gangs({("research", "Running"): 3})
+    assert (value("research", "Running"), value("research", "Degraded")) == (3, 0)
+    assert value("prod", "Pending") is None, "a queue with no gang left has no series"
+
+
 def test_condition_keeps_its_transition_time_until_status_or_reason_changes() -> None:
     first = condition({}, "Scheduled", "False", "InsufficientCapacity", "needs 8", now=100)
     previous = {"conditions": [first]}

@@ -117,6 +117,8 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
     line("PodGroup", f"{e.namespace}/{e.name} (queue {e.queue})")
     line("Phase", _cell(e.phase))
     line("Reason", _cell(e.reason))
+    if e.finished:
+        line("Finished", e.finished)
     if e.message:
         line("Message", e.message)
     if e.position is not None:

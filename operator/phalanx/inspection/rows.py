@@ -370,6 +370,9 @@ class Explanation:
     evicted: str | None = None
     members: Members | None = None
     degraded: str | None = None
+    finished: str | None = None
+    """Why a gang that is over ended (its `Finished` condition): "WorkloadFailed: its workload
+    reports Failed", "Succeeded: 7 of 7 members succeeded"."""
 
     def to_json(self) -> dict[str, Any]:
         """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
@@ -387,6 +390,7 @@ class Explanation:
             "evicted": self.evicted,
             "members": self.members.to_json() if self.members is not None else None,
             "degraded": self.degraded,
+            "finished": self.finished,
         }
 
 
@@ -648,6 +652,7 @@ def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     scheduled = condition(obj, "Scheduled")
     evicted = condition(obj, "Evicted")
+    finished = condition(obj, "Finished")
     detail = status.get("pendingDetail")
     return Explanation(
         namespace=namespace,
@@ -671,6 +676,11 @@ def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
             _str(evicted.get("message"))
             if evicted is not None
             and (evicted.get("status"), evicted.get("reason")) == ("False", "MemberFailed")
+            else None
+        ),
+        finished=(
+            f"{finished.get('reason')}: {finished.get('message')}"
+            if finished is not None and finished.get("status") == "True"
             else None
         ),
     )

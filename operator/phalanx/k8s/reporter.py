@@ -367,13 +367,19 @@ class Reporter:
                 "estimatedStartTime": None,
                 "pendingDetail": None,
             }
+            # Why it ended, kept with the object (Kueue's Workloads say it the same way): the
+            # Event that said so is gone within the hour, and a gang that ran still shows its
+            # bind in `Scheduled`.
+            ended = condition(previous, "Finished", "True", d.reason, d.message, now)
+            desired["conditions"] = merge_conditions(previous, [ended])
             if d.reason == FailReason.SCHEDULE_TIMEOUT:
                 desired["conditions"] = merge_conditions(
                     previous,
                     [
                         condition(
                             previous, "Scheduled", "False", Reason.WAITING_FOR_PODS, d.message, now
-                        )
+                        ),
+                        ended,
                     ],
                 )
             waiting = next(
@@ -400,7 +406,8 @@ class Reporter:
                             str(waiting.get("reason") or Reason.WAITING_FOR_PODS),
                             f"{d.message}: it no longer waits (it was: {said})",
                             now,
-                        )
+                        ),
+                        ended,
                     ],
                 )
             return desired
@@ -426,12 +433,19 @@ class Reporter:
                 ),
             }
         if d.action is Action.NONE and d.phase in (Phase.SUCCEEDED, Phase.FAILED):
-            return {
+            desired = {
                 **running_status(gang, assumed, d.phase),
                 "queuePosition": None,
                 "estimatedStartTime": None,
                 "pendingDetail": None,
             }
+            if d.phase is Phase.SUCCEEDED:
+                done = _succeeded(gang.succeeded, gang.min_member)
+                desired["conditions"] = merge_conditions(
+                    gang.status,
+                    [condition(gang.status, "Finished", "True", str(Phase.SUCCEEDED), done, now)],
+                )
+            return desired
         return None
 
     def _status_change(

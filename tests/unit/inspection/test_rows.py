@@ -358,6 +358,18 @@ def test_explain_counts_only_pods_that_may_still_run_as_the_message_does() -> No
     )
 
 
+def test_explain_of_a_gang_that_ended_says_why() -> None:
+    obj = _evicted_early(members=1, bound=0, bare=None)
+    obj["status"]["phase"] = "Failed"
+    ended = condition({}, "Finished", "True", "WorkloadFailed", "its workload reports Failed", T)
+    obj["status"]["conditions"] = merge_conditions(obj["status"], [ended])
+    out = explanation(obj, NOW)
+    assert out.finished == "WorkloadFailed: its workload reports Failed"
+    assert out.to_json()["finished"] == out.finished
+    text = render.explanation_text(out, NOW).plain
+    assert "Finished  WorkloadFailed: its workload reports Failed" in text, text
+
+
 def test_explain_of_a_running_gang_or_an_unseen_one() -> None:
     groups, _ = situation()
     short = next(g for g in groups if g["metadata"]["name"] == "short")

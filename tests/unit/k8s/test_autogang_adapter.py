@@ -318,8 +318,30 @@ def test_a_gang_whose_job_failed_after_its_pods_were_evicted_is_failed_not_waiti
         "WaitingForPods",
         "its workload reports Failed: it no longer waits (it was: 0 of 2 pods exist)",
     ), said
+    (ended,) = [c for c in api.statuses[-1]["conditions"] if c["type"] == "Finished"]
+    assert (ended["status"], ended["reason"], ended["message"]) == (
+        "True",
+        "WorkloadFailed",
+        "its workload reports Failed",
+    ), ended
     still = run([], [managed(2, phase="Pending", conditions=[evicted, waits])], [job(2)])
     assert "Failed" not in _phases(still), "an active Job's gang waits for its pods again"
+
+
+def test_a_gang_that_ran_and_whose_job_failed_keeps_why_in_finished() -> None:
+    """Walked: a Job (`backoffLimit: 0`) whose member failed ended `Failed`, and `explain` showed
+    only its bind ("Scheduled: bound 2 pods …"); why it ended was in an Event alone."""
+    failed = {
+        **job(2),
+        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True"}]},
+    }
+    bound = {"type": "Scheduled", "status": "True", "reason": "Scheduled", "message": "bound 2"}
+    api = run([], [managed(2, phase="Running", conditions=[bound])], [failed])
+    assert _phases(api)[-1:] == ["Failed"], api.statuses
+    conditions = {c["type"]: c for c in api.statuses[-1]["conditions"]}
+    assert conditions["Scheduled"]["reason"] == "Scheduled", "its bind stays as it was"
+    ended = conditions["Finished"]
+    assert (ended["reason"], ended["message"]) == ("WorkloadFailed", "its workload reports Failed")
 
 
 def test_a_hand_written_podgroup_knows_its_failed_job_by_the_jobs_pod_template() -> None:

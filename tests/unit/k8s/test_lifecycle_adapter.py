@@ -82,6 +82,12 @@ def test_a_gang_whose_members_all_succeeded_is_written_succeeded() -> None:
     assert ("event", "Succeeded") in api.calls
     final = api.statuses[-1]
     assert final["succeeded"] == 2 and final["members"] == 2, final
+    (ended,) = [c for c in final["conditions"] if c["type"] == "Finished"]
+    assert (ended["status"], ended["reason"], ended["message"]) == (
+        "True",
+        "Succeeded",
+        "2 of 2 members succeeded",
+    ), "why it ended stays with the object (Events expire)"
 
 
 def test_a_failed_member_evicts_the_gang_whole_and_the_mark_is_written_first() -> None:

@@ -548,10 +548,15 @@ def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
     # the bind; or, when the pods were seen gone first, a wait that says it is over.
     said = scheduled(status)
     assert said is not None, status
+    ended = "its workload reports Failed (DeadlineExceeded: "  # the Job's own words follow
     if said["reason"] == "WaitingForPods":
-        assert "its workload reports Failed: it no longer waits" in said["message"], said
+        assert said["message"].startswith(ended), said
+        assert "): it no longer waits (it was: " in said["message"], said
     else:
         assert said["reason"] == "Scheduled", said
+    finished = next(c for c in status["conditions"] if c["type"] == "Finished")
+    assert (finished["status"], finished["reason"]) == ("True", "WorkloadFailed"), finished
+    assert finished["message"].startswith(ended), finished
 
 
 def test_a_pytorchjob_past_its_time_limit_fails_and_runs_no_more(

@@ -95,6 +95,9 @@ class Workload:
     annotations: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     state: str = "Active"
+    failure: str = ""
+    """Why it failed, as its own `Failed` condition says ("BackoffLimitExceeded: Job has
+    reached the specified backoff limit"; "" when it has not, or its kind does not say)."""
     suspended: bool = False
     managed_by: str | None = None
     """`spec.managedBy`: a controller other than the kind's own may run it (Kueue's
@@ -163,6 +166,8 @@ class AutoGang:
     to make the PodGroup again, as the pods' own class is written there too."""
     schedule_timeout: int | None = None
     state: str = "Active"
+    failure: str = ""
+    """Its workload's `Workload.failure`."""
     queue_source: str = ""
     """Which label (annotation) of which object named `queue` ("" for the default)."""
     problem_reason: str = ""
@@ -326,6 +331,7 @@ def resolve(
         queue=queue,
         queue_source=queue_source,
         state=top.state,
+        failure=top.failure,
         member_failure=top.member_failure,
         priority_class=top.spec_priority_class,
         schedule_timeout=top.spec_schedule_timeout,

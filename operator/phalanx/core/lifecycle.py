@@ -196,6 +196,8 @@ class GangFacts:
     bound_since: float | None = None
     evicted: EvictedMark | None = None
     owner: OwnerState = OwnerState.NONE
+    owner_failure: str = ""
+    """Why its workload failed, in the workload's own words (its `Failed` condition)."""
     binding: bool = False
     evicting_now: bool = False
     member_failure: MemberFailure | None = None
@@ -321,7 +323,8 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             Phase.FAILED,
             Action.FAIL,
             FailReason.WORKLOAD_FAILED,
-            "its workload reports Failed",
+            "its workload reports Failed"
+            + (f" ({facts.owner_failure})" if facts.owner_failure else ""),
             need=need,
             member_failures=failures,
             lingering=lingering,

@@ -356,6 +356,7 @@ def build_view(
                 recorded, bound_now, [p.uid for p in gang.waiting(assumed)], need_now
             )
         scheduled_at = parse_time(gang.status.get("scheduledAt"))
+        owner, owner_failure = _owner_state(gang, jobs, workloads)
         facts = GangFacts(
             id=key,
             min_member=gang.min_member,
@@ -365,7 +366,8 @@ def build_view(
             scheduled_at=scheduled_at,
             bound_since=_bound_since(gang) if scheduled_at is None else None,
             evicted=_evicted(gang.status),
-            owner=_owner_state(gang, jobs, workloads),
+            owner=owner,
+            owner_failure=owner_failure,
             binding=gang.uid in busy,
             evicting_now=gang.uid in evicting,
             member_failure=_member_failure(gang.group),
@@ -672,9 +674,12 @@ def _gang_job(gang: Gang, jobs: Mapping[str, JobRec]) -> JobRec | None:
     return naming[0] if len(naming) == 1 else None
 
 
-def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -> OwnerState:
+def _owner_state(
+    gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads
+) -> tuple[OwnerState, str]:
     """What the gang's controller says: one Job for all its pods → that Job's state; pods
-    with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN.
+    with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN. With it, why
+    the workload failed when it did (`Workload.failure`).
 
     With no pod left to name it (an eviction deletes them; a Job past its `backoffLimit` makes
     no more), the workload is found from the PodGroup's side: a managed PodGroup's owner, or
@@ -684,16 +689,21 @@ def _owner_state(gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads) -
     group = gang.group
     if gang.auto is not None and gang.auto.owner is not None:
         # A managed gang ends when its workload (Job, JobSet, …) says so.
-        return _STATES.get(gang.auto.state, OwnerState.UNKNOWN)
+        return _STATES.get(gang.auto.state, OwnerState.UNKNOWN), gang.auto.failure
     owners = {p.owner for p in [*gang.pods, *gang.finished]}
     if owners == {None}:
-        return OwnerState.NONE
+        return OwnerState.NONE, ""
     if not owners and group is not None and group.managed and group.owner_uid:
         # Any workload kind ganging knows, not only Jobs (a JobSet says Failed too).
         workload = workloads.by_uid.get(group.owner_uid)
-        return _STATES.get(workload.state, OwnerState.UNKNOWN) if workload else OwnerState.UNKNOWN
+        if workload is None:
+            return OwnerState.UNKNOWN, ""
+        return _STATES.get(workload.state, OwnerState.UNKNOWN), workload.failure
     job = _gang_job(gang, jobs)
-    return _STATES.get(job.state, OwnerState.UNKNOWN) if job else OwnerState.UNKNOWN
+    if job is None:
+        return OwnerState.UNKNOWN, ""
+    why = job.workload.failure if job.workload is not None else ""
+    return _STATES.get(job.state, OwnerState.UNKNOWN), why
 
 
 _STATES = {

@@ -120,6 +120,22 @@ def job_state(status: Mapping[str, Any]) -> str:
     return "Active"
 
 
+def failure_of(status: Mapping[str, Any]) -> str:
+    """ "Reason: message" of a workload's `Failed` condition (a Job's, a JobSet's, a Kubeflow
+    job's; a Job's `FailureTarget` when `Failed` is not written yet): why its gang ended, which
+    `its workload reports Failed` alone did not say."""
+    found = {
+        str(c.get("type")): c
+        for c in status.get("conditions") or []
+        if isinstance(c, Mapping) and c.get("status") == "True"
+    }
+    c = found.get("Failed") or found.get("FailureTarget")
+    if c is None:
+        return ""
+    reason, message = str(c.get("reason") or ""), str(c.get("message") or "")
+    return f"{reason}: {message}" if reason and message else reason or message
+
+
 def _job(body: Mapping[str, Any]) -> tuple[int, str, str, bool]:
     spec = _map(body.get("spec"))
     return job_pods(spec), "", job_state(_map(body.get("status"))), bool(spec.get("suspend"))
@@ -300,6 +316,7 @@ def workload_record(body: Mapping[str, Any]) -> Workload | None:
         annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS),
         labels=kept(meta.get("labels"), KEPT_LABELS),
         state=state,
+        failure=failure_of(_map(body.get("status"))) if state == "Failed" else "",
         suspended=suspended,
         managed_by=_managed_by(body),
         started=parse_time(_map(body.get("status")).get("startTime")),

@@ -539,3 +539,26 @@ def test_a_gang_whose_eviction_is_in_flight_is_on_its_way_out() -> None:
     )
     assert d.evicting and d.holds_capacity
     assert not decide(facts("RRRR", binding=True, recorded_phase="Running"), POLICY, NOW).evicting
+
+
+def test_a_failed_workload_is_quoted_in_the_gangs_failure() -> None:
+    """Its workload's own words follow the verdict; without them, the verdict alone."""
+    said = decide(
+        facts(
+            "F",
+            min_member=2,
+            recorded_phase="Running",
+            owner=OwnerState.FAILED,
+            owner_failure="BackoffLimitExceeded: Job has reached the specified backoff limit",
+        ),
+        POLICY,
+        NOW,
+    )
+    assert (said.phase, said.action, said.message) == (
+        Phase.FAILED,
+        Action.FAIL,
+        "its workload reports Failed (BackoffLimitExceeded: Job has reached the specified "
+        "backoff limit)",
+    )
+    plain = decide(facts("F", min_member=2, owner=OwnerState.FAILED), POLICY, NOW)
+    assert plain.message == "its workload reports Failed"

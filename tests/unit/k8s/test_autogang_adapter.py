@@ -331,9 +331,13 @@ def test_a_gang_whose_job_failed_after_its_pods_were_evicted_is_failed_not_waiti
 def test_a_gang_that_ran_and_whose_job_failed_keeps_why_in_finished() -> None:
     """Walked: a Job (`backoffLimit: 0`) whose member failed ended `Failed`, and `explain` showed
     only its bind ("Scheduled: bound 2 pods …"); why it ended was in an Event alone."""
+    why = {
+        "reason": "BackoffLimitExceeded",
+        "message": "Job has reached the specified backoff limit",
+    }
     failed = {
         **job(2),
-        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True"}]},
+        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", **why}]},
     }
     bound = {"type": "Scheduled", "status": "True", "reason": "Scheduled", "message": "bound 2"}
     api = run([], [managed(2, phase="Running", conditions=[bound])], [failed])
@@ -341,7 +345,11 @@ def test_a_gang_that_ran_and_whose_job_failed_keeps_why_in_finished() -> None:
     conditions = {c["type"]: c for c in api.statuses[-1]["conditions"]}
     assert conditions["Scheduled"]["reason"] == "Scheduled", "its bind stays as it was"
     ended = conditions["Finished"]
-    assert (ended["reason"], ended["message"]) == ("WorkloadFailed", "its workload reports Failed")
+    assert (ended["reason"], ended["message"]) == (
+        "WorkloadFailed",
+        "its workload reports Failed (BackoffLimitExceeded: Job has reached the specified backoff "
+        "limit)",
+    )
 
 
 def test_a_hand_written_podgroup_knows_its_failed_job_by_the_jobs_pod_template() -> None:

@@ -276,6 +276,41 @@ def test_a_job_the_controller_has_decided_to_end_reads_as_ended() -> None:
         assert job_record(raw).state == "Active"
 
 
+def test_a_failed_workload_says_why_in_its_own_words() -> None:
+    """A Job's `Failed` (or, while its pods terminate, `FailureTarget`) condition gives why; a
+    JobSet's the same way; an active Job has nothing to say."""
+    for condition in ("Failed", "FailureTarget"):
+        raw = body("batch/v1", "Job", job_spec(2))
+        raw["status"] = {
+            "conditions": [
+                {
+                    "type": condition,
+                    "status": "True",
+                    "reason": "BackoffLimitExceeded",
+                    "message": "Job has reached the specified backoff limit",
+                }
+            ]
+        }
+        rec = job_record(raw)
+        assert rec.workload is not None
+        assert rec.workload.failure == (
+            "BackoffLimitExceeded: Job has reached the specified backoff limit"
+        ), condition
+    active = job_record(body("batch/v1", "Job", job_spec(2)))
+    assert active.workload is not None and active.workload.failure == ""
+    jobset = body("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": []})
+    jobset["status"] = {
+        "conditions": [
+            {"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "jobset failed"}
+        ]
+    }
+    rec_js = workload_record(jobset)
+    assert rec_js is not None and (rec_js.state, rec_js.failure) == (
+        "Failed",
+        "FailedJobs: jobset failed",
+    )
+
+
 RAYJOB_STATES: dict[str, tuple[dict[str, Any], str]] = {
     "running": ({"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}, "Active"),
     "past its activeDeadlineSeconds: no Ray job status at all": (

@@ -200,9 +200,20 @@ def settled(items: list[dict[str, Any]]) -> bool:
         return False
     # Succeeded counts: `make demo` run again on the cluster it left finds the short example
     # Jobs finished (it waited for `Running` and failed "did not all settle" on every rerun).
+    # Failed too: an example Job whose member someone failed by hand stays failed, and every
+    # rerun waited 90 s and failed; `failed_examples` says how to run it again.
     return all(
-        by_name[g].get("phase") in ("Running", "Succeeded") for g in GANGS if g != "giant"
+        by_name[g].get("phase") in ("Running", "Succeeded", "Failed") for g in GANGS if g != "giant"
     ) and bool(by_name["giant"].get("conditions"))
+
+
+def failed_examples(items: list[dict[str, Any]]) -> list[str]:
+    """The example gangs that ended `Failed` (on a cluster an earlier run left)."""
+    return sorted(
+        f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}"
+        for g in items
+        if g["metadata"]["name"] in GANGS and (g.get("status") or {}).get("phase") == "Failed"
+    )
 
 
 def show(kubeconfig: Path, items: list[dict[str, Any]]) -> None:
@@ -294,6 +305,11 @@ def main() -> None:
     if not settled(items):
         raise SystemExit(
             f"the example gangs did not all settle within 90s; see {cluster_dir() / 'operator.log'}"
+        )
+    for gang in failed_examples(items):
+        console.print(
+            f"{gang} is Failed (left by an earlier run: its workload failed, see phalanx explain); "
+            "make down && make demo starts every example afresh"
         )
     console.print(kubectl(kubeconfig, "get", "queues"))
     print(f"KUBECONFIG={kubeconfig}")

@@ -382,7 +382,8 @@ def test_a_hand_written_podgroup_knows_its_failed_job_by_the_jobs_pod_template()
     assert "Failed" not in _phases(two), "two Jobs name it: neither decides"
 
 
-def _waiting(api: FakeApi) -> str:
+def last_waiting_message(api: FakeApi) -> str:
+    """The message of the last `WaitingForPods` the gang's status was written with."""
     return [
         c["message"]
         for s in api.statuses
@@ -403,7 +404,7 @@ def test_a_hand_written_podgroups_wait_names_its_jobs_back_off_too() -> None:
         "status": {"failed": 1},
     }
     body["spec"]["template"] = {"metadata": {"labels": {"phalanx.dev/pod-group": "train"}}}
-    assert _waiting(run([], [group], [body])) == (
+    assert last_waiting_message(run([], [group], [body])) == (
         "0 of 2 pods exist; its Job train has 1 failed pod: the Job controller makes pods again "
         "only after its back-off, up to 10s after the last failure (10s doubled per failure "
         "since its last success, at most 10m)"

@@ -12,6 +12,7 @@ from typing import Any
 from phalanx.config import build_config
 from phalanx.k8s.scheduler import Scheduler
 from phalanx.k8s.status import condition
+from tests.unit.k8s.test_autogang_adapter import last_waiting_message
 from tests.unit.k8s.test_records_and_view import group, pod
 from tests.unit.k8s.test_scheduler_loop import FakeApi, ListSource
 
@@ -68,12 +69,7 @@ def _waiting_message(status: dict[str, Any], pods: list[dict[str, Any]]) -> str:
         await sched.settle()
 
     asyncio.run(go())
-    return [
-        c["message"]
-        for s in api.statuses
-        for c in s.get("conditions", [])
-        if c["type"] == "Scheduled" and c["reason"] == "WaitingForPods"
-    ][-1]
+    return last_waiting_message(api)
 
 
 def _evicted_status(**extra: Any) -> dict[str, Any]:

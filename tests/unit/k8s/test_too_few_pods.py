@@ -6,18 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.k8s.test_autogang_adapter import JOB_REF, job, job_pod, run
+from tests.unit.k8s.test_autogang_adapter import JOB_REF, job, job_pod, last_waiting_message, run
 from tests.unit.k8s.test_records_and_view import group
 
 
 def _said(pods: list[dict[str, Any]], groups: list[dict[str, Any]], jobs: list[Any]) -> str:
-    api = run(pods, groups, jobs)
-    return [
-        c["message"]
-        for s in api.statuses
-        for c in s.get("conditions", [])
-        if c["type"] == "Scheduled" and c["reason"] == "WaitingForPods"
-    ][-1]
+    return last_waiting_message(run(pods, groups, jobs))
 
 
 def _labelled(name: str) -> dict[str, Any]:

@@ -327,16 +327,6 @@ class Members:
         return out
 
 
-def _made_by(bare_evicted: int) -> str:
-    """Who makes a waiting gang's missing pods, when its status says nobody will."""
-    if not bare_evicted:
-        return ""
-    return (
-        f"; its eviction deleted {bare_evicted} bare pod(s) and no controller makes them again: "
-        "apply them again"
-    )
-
-
 def members_of(obj: Obj) -> Members | None:
     """The counts, or None before the operator has written any (a gang it has not seen)."""
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
@@ -467,7 +457,6 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         hints.append(
             f"needs {missing} more pod(s) labelled phalanx.dev/pod-group={name} in namespace "
             f"{namespace} ({members} of {minimum} exist)"
-            + _made_by(_int(status.get("evictedBarePods")) or 0)
         )
     elif reason == Reason.QUEUE_NOT_FOUND:
         hints.append(f"needs a Queue named {queue}, or spec.queue naming an existing Queue")

@@ -356,7 +356,8 @@ def build_view(
                 recorded, bound_now, [p.uid for p in gang.waiting(assumed)], need_now
             )
         scheduled_at = parse_time(gang.status.get("scheduledAt"))
-        owner, owner_failure = _owner_state(gang, jobs, workloads)
+        job = _gang_job(gang, jobs)
+        owner, owner_failure = _owner_state(gang, job, workloads)
         facts = GangFacts(
             id=key,
             min_member=gang.min_member,
@@ -466,9 +467,9 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
-                pods_note=_job_backoff(gang, jobs) if len(live) < decision.need else "",
+                pods_note=_job_backoff(job) if len(live) < decision.need else "",
                 bare_evicted=_bare_evicted(gang, facts.evicted),
-                workload=_workload_cap(gang, jobs),
+                workload=_workload_cap(gang, job),
             )
         )
         pending_keys.add(key)
@@ -641,12 +642,11 @@ JOB_BACKOFF_MAX_S = 600.0
 success, at most this, counted from the last failure."""
 
 
-def _job_backoff(gang: Gang, jobs: Mapping[str, JobRec]) -> str:
+def _job_backoff(job: JobRec | None) -> str:
     """Why a gang's Job has not made all its pods, when its failed pods say: after a member
     failure the gang is evicted whole and the Job controller makes the pods again only after
     its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does not say. (The pods
     of an eviction do not count there: the Job is suspended to evict them, `job_suspension`.)"""
-    job = _gang_job(gang, jobs)
     if job is None or job.state != "Active" or job.failed <= 0:
         return ""
     backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(job.failed - 1, 16))
@@ -674,9 +674,7 @@ def _gang_job(gang: Gang, jobs: Mapping[str, JobRec]) -> JobRec | None:
     return naming[0] if len(naming) == 1 else None
 
 
-def _owner_state(
-    gang: Gang, jobs: Mapping[str, JobRec], workloads: Workloads
-) -> tuple[OwnerState, str]:
+def _owner_state(gang: Gang, job: JobRec | None, workloads: Workloads) -> tuple[OwnerState, str]:
     """What the gang's controller says: one Job for all its pods → that Job's state; pods
     with no controller → NONE; any other owner (or a Job not seen) → UNKNOWN. With it, why
     the workload failed when it did (`Workload.failure`).
@@ -699,7 +697,6 @@ def _owner_state(
         if workload is None:
             return OwnerState.UNKNOWN, ""
         return _STATES.get(workload.state, OwnerState.UNKNOWN), workload.failure
-    job = _gang_job(gang, jobs)
     if job is None:
         return OwnerState.UNKNOWN, ""
     why = job.workload.failure if job.workload is not None else ""
@@ -715,13 +712,12 @@ _STATES = {
 that never complete) leave it to the pod counts."""
 
 
-def _workload_cap(gang: Gang, jobs: Mapping[str, JobRec]) -> WorkloadCap | None:
+def _workload_cap(gang: Gang, job: JobRec | None) -> WorkloadCap | None:
     """The standalone Job that makes a hand-written PodGroup's pods, and how many it runs at
     once. A Job under a JobSet (or any other owner) is left out: its siblings' pods join the
     same PodGroup."""
     if gang.group is None or gang.group.managed:
         return None
-    job = _gang_job(gang, jobs)
     if job is None or job.workload is None or job.workload.owner is not None:
         return None
     return WorkloadCap("Job", job.name, job.workload.members)

@@ -311,7 +311,7 @@ def test_explain_waiting_for_pods_counts_the_missing_members() -> None:
     assert len(hints) == 1  # no share or ETA figures for a gang whose pods are missing
 
 
-def _evicted_early(members: int, bound: int, bare: int | None) -> dict[str, Any]:
+def _evicted_early(members: int, bound: int) -> dict[str, Any]:
     """`early` (minMember 4) reclaimed a minute ago, as the evictor and the reporter leave it."""
     status = pending(
         "WaitingForPods",
@@ -327,23 +327,14 @@ def _evicted_early(members: int, bound: int, bare: int | None) -> dict[str, Any]
     mark = condition({}, "Evicted", "True", "Reclaimed", "reclaimed for queue research", T - 60)
     status["conditions"] = merge_conditions(status, [mark])
     status["bound"] = bound
-    if bare is not None:
-        status["evictedBarePods"] = bare
     return podgroup("early", 4, status=status)
 
 
 def test_explain_of_an_eviction_under_way_says_it_must_finish_first() -> None:
     """2 members still on their nodes (terminating), 0 of 4 pods left that count."""
-    assert would_start(_evicted_early(members=0, bound=2, bare=None), NOW) == (
+    assert would_start(_evicted_early(members=0, bound=2), NOW) == (
         "needs its eviction (Reclaimed) to finish: 2 member(s) still on their nodes",
         "needs 4 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (0 of 4 exist)",
-    )
-
-
-def test_explain_of_a_gang_whose_bare_pods_were_evicted_says_to_apply_them_again() -> None:
-    assert would_start(_evicted_early(members=1, bound=0, bare=4), NOW) == (
-        "needs 3 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 4 exist); "
-        "its eviction deleted 4 bare pod(s) and no controller makes them again: apply them again",
     )
 
 
@@ -351,7 +342,7 @@ def test_explain_counts_only_pods_that_may_still_run_as_the_message_does() -> No
     """Walked: a bare member failed, its gang evicted ("0 of 2 pods exist"), and explain said
     "needs 1 more pod(s) (1 of 2 exist)", counting the failed pod. Here: minMember 4, 1 succeeded
     (counts toward it), 1 failed, 1 pending: 1 of 3 exist, 2 more needed."""
-    obj = _evicted_early(members=3, bound=0, bare=None)
+    obj = _evicted_early(members=3, bound=0)
     obj["status"]["succeeded"], obj["status"]["failed"] = 1, 1
     assert would_start(obj, NOW)[0] == (
         "needs 2 more pod(s) labelled phalanx.dev/pod-group=early in namespace ml (1 of 3 exist)"
@@ -359,7 +350,7 @@ def test_explain_counts_only_pods_that_may_still_run_as_the_message_does() -> No
 
 
 def test_explain_of_a_gang_that_ended_says_why() -> None:
-    obj = _evicted_early(members=1, bound=0, bare=None)
+    obj = _evicted_early(members=1, bound=0)
     obj["status"]["phase"] = "Failed"
     ended = condition({}, "Finished", "True", "WorkloadFailed", "its workload reports Failed", T)
     obj["status"]["conditions"] = merge_conditions(obj["status"], [ended])

@@ -577,12 +577,17 @@ def test_a_pytorchjob_past_its_time_limit_fails_and_runs_no_more(
     create_workload(custom, PYTORCHJOB_API, ns, body)
     selector = "training.kubeflow.org/job-name=ptl"
     first = wait_bound(cluster, ns, selector, 3)
-    failed_at_time_limit(custom, ns, "pytorchjob-ptl", 6)
+    status = failed_at_time_limit(custom, ns, "pytorchjob-ptl", 6)
     made = custom.get_namespaced_custom_object(*PYTORCHJOB_API[:2], ns, PYTORCHJOB_API[2], "ptl")
     failed = next(
         c for c in made["status"]["conditions"] if c["type"] == "Failed" and c["status"] == "True"
     )
     assert "active longer than specified deadline" in failed["message"], failed
+    # The gang keeps why it ended, in the PyTorchJob's own words.
+    finished = next(c for c in status["conditions"] if c["type"] == "Finished")
+    assert finished["reason"] == "WorkloadFailed", finished
+    assert finished["message"].startswith("its workload reports Failed ("), finished
+    assert "active longer than specified deadline" in finished["message"], finished
     gone_for_good(cluster, operator, ns, selector, "the Training Operator", first)
 
 

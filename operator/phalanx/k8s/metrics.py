@@ -122,12 +122,13 @@ class Metrics:
         phase, 0 included, so an alert on `phalanx_gangs{phase="Degraded"} > 0` or a graph sees
         a phase empty out; a queue left with no gang loses its series."""
         queues = {q for q, _ in counts}
+        phases = [str(p) for p in Phase]  # the keys are plain strings, as the labels are
         for queue in self._gang_queues - queues:
-            for phase in Phase:
-                self.gangs.remove(queue, str(phase))
+            for phase in phases:
+                self.gangs.remove(queue, phase)
         for queue in queues:
-            for phase in Phase:
-                self.gangs.labels(queue=queue, phase=str(phase)).set(counts.get((queue, phase), 0))
+            for phase in phases:
+                self.gangs.labels(queue=queue, phase=phase).set(counts.get((queue, phase), 0))
         self._gang_queues = queues
 
     def serve(self, port: int) -> None:

@@ -370,18 +370,7 @@ class Reporter:
             # Why it ended, kept with the object (Kueue's Workloads say it the same way): the
             # Event that said so is gone within the hour, and a gang that ran still shows its
             # bind in `Scheduled`.
-            ended = condition(previous, "Finished", "True", d.reason, d.message, now)
-            desired["conditions"] = merge_conditions(previous, [ended])
-            if d.reason == FailReason.SCHEDULE_TIMEOUT:
-                desired["conditions"] = merge_conditions(
-                    previous,
-                    [
-                        condition(
-                            previous, "Scheduled", "False", Reason.WAITING_FOR_PODS, d.message, now
-                        ),
-                        ended,
-                    ],
-                )
+            changed = [condition(previous, "Finished", "True", d.reason, d.message, now)]
             waiting = next(
                 (
                     c
@@ -392,24 +381,27 @@ class Reporter:
                 ),
                 None,
             )
-            if d.reason == FailReason.WORKLOAD_FAILED and waiting is not None:
+            if d.reason == FailReason.SCHEDULE_TIMEOUT:
+                changed.append(
+                    condition(
+                        previous, "Scheduled", "False", Reason.WAITING_FOR_PODS, d.message, now
+                    )
+                )
+            elif d.reason == FailReason.WORKLOAD_FAILED and waiting is not None:
                 # Its wait is over: left as it was ("0 of 2 pods exist"), the REASON column
                 # of a Failed gang would still read as a wait for pods that will never come.
                 said = str(waiting.get("message") or "").split("; ")[0] or "waiting"
-                desired["conditions"] = merge_conditions(
-                    previous,
-                    [
-                        condition(
-                            previous,
-                            "Scheduled",
-                            "False",
-                            str(waiting.get("reason") or Reason.WAITING_FOR_PODS),
-                            f"{d.message}: it no longer waits (it was: {said})",
-                            now,
-                        ),
-                        ended,
-                    ],
+                changed.append(
+                    condition(
+                        previous,
+                        "Scheduled",
+                        "False",
+                        str(waiting.get("reason") or Reason.WAITING_FOR_PODS),
+                        f"{d.message}: it no longer waits (it was: {said})",
+                        now,
+                    )
                 )
+            desired["conditions"] = merge_conditions(previous, changed)
             return desired
         if d.action is Action.HOLD and d.phase is Phase.PENDING and d.message:
             # An eviction under way (its mark seen, members still to go): the bind's

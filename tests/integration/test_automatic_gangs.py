@@ -170,16 +170,27 @@ def preempt_for_urgent(cluster: Cluster, custom: Any, ns: str, group: str, high:
     wait_evicted(custom, ns, group, "Preempted", "for Job urgent")
 
 
-def wait_evicted(custom: Any, ns: str, group: str, reason: str, why: str) -> None:
-    """`group` marked `Evicted=True` with `reason` (30 s at most)."""
-    wait_for(
-        lambda: any(
-            c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == reason
-            for c in group_status(custom, ns, group).get("conditions", [])
-        ),
+def wait_evicted(custom: Any, ns: str, group: str, reason: str, why: str) -> dict[str, Any]:
+    """`group` marked `Evicted=True` with `reason` (30 s at most): its status then."""
+
+    def marked() -> dict[str, Any] | None:
+        status = group_status(custom, ns, group)
+        conditions = status.get("conditions", [])
+        return (
+            status
+            if any(
+                c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == reason
+                for c in conditions
+            )
+            else None
+        )
+
+    status: dict[str, Any] = wait_for(
+        marked,
         timeout=30,
         what=f"{group} evicted ({reason}) {why}",
     )
+    return status
 
 
 def wait_cycles(op: OperatorProcess, cycles: int) -> None:
@@ -223,7 +234,11 @@ def evict_one_and_wait_back(
     cluster.core.create_namespaced_pod_eviction(
         victim, ns, {"metadata": {"name": victim, "namespace": ns}}
     )
-    wait_evicted(custom, ns, group, "MemberFailed", "whole after one member was evicted")
+    status = wait_evicted(custom, ns, group, "MemberFailed", "whole after one member was evicted")
+    # A drain is not the workload's failure: said apart, not counted, no back-off of ours.
+    (mark,) = [c for c in status["conditions"] if c["type"] == "Evicted"]
+    assert "1 evicted from outside (EvictionByEvictionAPI)" in mark["message"], mark
+    assert not status.get("memberFailures"), status
     old = {p.metadata.name for p in first}
     again: list[Any] = wait_for(
         lambda: (

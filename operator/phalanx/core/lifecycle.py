@@ -156,6 +156,25 @@ class EvictedMark:
 
 
 @dataclass(frozen=True, slots=True)
+class Disrupted:
+    """Members among the failed and the terminating that something outside the workload
+    stopped: their pod carries `DisruptionTarget=True` (Kubernetes sets it on a pod it evicts
+    through the Eviction API, as `kubectl drain` does, on one a `NoExecute` taint, a kubelet's
+    node-pressure eviction, the pod garbage collector or kube-scheduler's preemption deletes).
+    `reason` is that condition's reason (`EvictionByEvictionAPI`, …) for the first of them.
+
+    A gang that loses one is still broken (evicted whole, as for any member failure), but the
+    failure is not its own: a Job's `podFailurePolicy` ignores it by the same condition, Slurm
+    requeues a job whose node was drained or failed without holding it against the job, and
+    Volcano tells `PodEvicted` from `PodFailed`. So it is said apart in the message and not
+    counted in `memberFailures`, whose back-off is for workloads that keep crashing."""
+
+    failed: int = 0
+    terminating: int = 0
+    reason: str = "DisruptionTarget"
+
+
+@dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
     """The operator's settings the lifecycle depends on.
 
@@ -202,6 +221,7 @@ class GangFacts:
     evicting_now: bool = False
     member_failure: MemberFailure | None = None
     member_failures: int = 0
+    disrupted: Disrupted | None = None
     time_limit: float | None = None
     schedule_timeout: float | None = None
     record: Record = Record.NONE
@@ -398,9 +418,15 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         # and a workload scaled up again while it runs is one too: see `docs/design.md`.
         deleted = max(0, facts.min_member - (n.live + n.succeeded + gone))
         again = min(n.pending, deleted)
+        d = facts.disrupted or Disrupted()
+        out_failed, out_terminating = min(d.failed, n.failed), min(d.terminating, n.terminating)
+        outside = out_failed + out_terminating
+        own = n.failed - out_failed + n.terminating - out_terminating + deleted
+        evicted = f", {outside} evicted from outside ({d.reason})" if outside else ""
         what = (
             f"{n.live + n.succeeded} of {facts.min_member} members left "
-            f"({n.failed} failed, {n.lost} lost, {n.terminating + deleted} deleted"
+            f"({n.failed - out_failed} failed, {n.lost} lost, "
+            f"{n.terminating - out_terminating + deleted} deleted{evicted}"
             + (f"; {again} new pod{'s' if again > 1 else ''} pending" if again else "")
             + ")"
         )
@@ -413,13 +439,17 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
                 need=need,
                 member_failures=failures,
             )
+        # Only a failure of its own counts (and backs off): members evicted from outside or on
+        # a lost node say nothing about the workload (`Disrupted`).
         return LifecycleDecision(
             Phase.DEGRADED,
             Action.EVICT,
             EvictionReason.MEMBER_FAILED,
-            what + "; evicting the gang whole so that it restarts whole",
+            what
+            + "; evicting the gang whole so that it restarts whole"
+            + ("" if own else f" (no failure of its own: memberFailures stays {failures})"),
             need=need,
-            member_failures=failures + 1,
+            member_failures=failures + 1 if own else failures,
             evicting=True,
         )
 

@@ -15,7 +15,7 @@ This is where Kubernetes objects become scheduling facts:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from phalanx.core.autogang import (
 )
 from phalanx.core.lifecycle import (
     Action,
+    Disrupted,
     EvictedMark,
     GangFacts,
     LifecycleDecision,
@@ -373,6 +374,7 @@ def build_view(
             evicting_now=gang.uid in evicting,
             member_failure=_member_failure(gang.group),
             member_failures=_int(gang.status.get("memberFailures")),
+            disrupted=_disrupted(gang, states),
             time_limit=limit,
             schedule_timeout=gang.group.schedule_timeout if gang.group else None,
             record=record,
@@ -608,6 +610,24 @@ def _bound_since(gang: Gang) -> float | None:
         (p.bound_at for p in gang.pods if p.holds_capacity and p.bound_at is not None),
         default=None,
     )
+
+
+def _disrupted(gang: Gang, states: Sequence[MemberState | None]) -> Disrupted | None:
+    """Its failed and terminating members that something outside the workload stopped (their
+    `DisruptionTarget` condition), None when there are none. `states` are `gang.pods`' states
+    followed by `gang.finished`'s, as the lifecycle counts them."""
+    if MemberState.FAILED not in states and MemberState.TERMINATING not in states:
+        return None  # the common case, every cycle: nothing to look at
+    terminating = [
+        p
+        for p, s in zip(gang.pods, states, strict=False)
+        if s is MemberState.TERMINATING and p.disruption
+    ]
+    failed = [p for p in gang.finished if p.phase == "Failed" and p.disruption]
+    first = next(iter(terminating + failed), None)
+    if first is None or first.disruption is None:
+        return None
+    return Disrupted(len(failed), len(terminating), first.disruption)
 
 
 def _member_state(

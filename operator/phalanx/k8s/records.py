@@ -94,6 +94,9 @@ class PodRec:
     bound_at: float | None = None
     """When it was bound: its `PodScheduled=True` transition (the binding sets it), else
     `status.startTime`. Where a gang's run started when its PodGroup has no `scheduledAt`."""
+    disruption: str | None = None
+    """The reason of its `DisruptionTarget=True` condition (`EvictionByEvictionAPI`, …): something
+    outside its workload is stopping it (`lifecycle.Disrupted`)."""
 
     @property
     def terminal(self) -> bool:
@@ -336,6 +339,14 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
     scheduled = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
     )
+    disruption = next(
+        (
+            str(c.get("reason") or "DisruptionTarget")
+            for c in status.get("conditions") or []
+            if c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        ),
+        None,
+    )
     native = native_group_name(spec)
     bound_at = None
     if spec.get("nodeName"):
@@ -377,6 +388,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         priority_class=spec.get("priorityClassName") or None,
         owner_api=str(controller.get("apiVersion", "")) if controller else "",
         bound_at=bound_at,
+        disruption=disruption,
         annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS) or _NO_ANNOTATIONS,
         scheduled=(
             (

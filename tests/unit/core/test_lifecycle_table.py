@@ -13,6 +13,7 @@ import pytest
 
 from phalanx.core.lifecycle import (
     Action,
+    Disrupted,
     EvictedMark,
     GangFacts,
     LifecyclePolicy,
@@ -438,6 +439,103 @@ def test_a_member_failure_message_accounts_for_every_member(members: str, counts
     d = decide(facts(members, recorded_phase="Running", scheduled_at=900.0), POLICY, NOW)
     assert d.reason == "MemberFailed"
     assert d.message.startswith(counts + "; evicting the gang whole"), d.message
+
+
+DRAIN = "EvictionByEvictionAPI"
+
+
+@pytest.mark.parametrize(
+    ("members", "disrupted", "counts", "failures"),
+    [
+        # `kubectl drain`: the member is terminating (or already Failed) with DisruptionTarget.
+        (
+            "TRRR",
+            Disrupted(terminating=1, reason=DRAIN),
+            "0 failed, 0 lost, 0 deleted, 1 evicted from outside (EvictionByEvictionAPI)",
+            2,
+        ),
+        (
+            "FRRR",
+            Disrupted(failed=1, reason=DRAIN),
+            "0 failed, 0 lost, 0 deleted, 1 evicted from outside (EvictionByEvictionAPI)",
+            2,
+        ),
+        # A node gone: its member is lost, no failure of the workload's either.
+        ("LRRR", None, "0 failed, 1 lost, 0 deleted", 2),
+        # One evicted from outside, one failed on its own: that one counts.
+        (
+            "FTRR",
+            Disrupted(terminating=1, reason="DeletionByTaintManager"),
+            "1 failed, 0 lost, 0 deleted, 1 evicted from outside (DeletionByTaintManager)",
+            3,
+        ),
+        # Evicted from outside, and another deleted outright by someone: the deletion counts.
+        (
+            "FRR",
+            Disrupted(failed=1, reason=DRAIN),
+            "0 failed, 0 lost, 1 deleted, 1 evicted from outside (EvictionByEvictionAPI)",
+            3,
+        ),
+    ],
+)
+def test_members_evicted_from_outside_are_said_apart_and_not_counted_as_failures(
+    members: str, disrupted: Disrupted | None, counts: str, failures: int
+) -> None:
+    """A gang of 4 with 2 failures on record loses members: only a failure of its own (a member
+    failed or deleted) raises `memberFailures` and so its back-off; members a drain, a taint or
+    node pressure stopped (their `DisruptionTarget`), or on a lost node, are said apart."""
+    d = decide(
+        facts(members, recorded_phase="Running", member_failures=2, disrupted=disrupted),
+        POLICY,
+        NOW,
+    )
+    assert (d.action, d.reason) == (Action.EVICT, "MemberFailed")
+    left = sum(1 for c in members if c == "R")
+    assert d.message.startswith(f"{left} of 4 members left ({counts}); evicting the gang whole"), (
+        d.message
+    )
+    assert d.member_failures == failures
+    assert d.message.endswith("(no failure of its own: memberFailures stays 2)") == (
+        failures == 2
+    ), d.message
+
+
+def test_a_gang_drained_with_no_failure_on_record_is_placed_again_at_once() -> None:
+    """Evicted at t=1000 for a drained member, nothing of its own on record: `memberFailures`
+    stays 0, so the next SCHEDULE has no back-off (one failure of its own would wait 10 s)."""
+    ev = decide(
+        facts("FRRR", recorded_phase="Running", disrupted=Disrupted(failed=1, reason=DRAIN)),
+        POLICY,
+        NOW,
+    )
+    assert ev.action is Action.EVICT and ev.member_failures == 0
+    pending = facts("PPPP", recorded_phase="Pending", evicted=EvictedMark("MemberFailed", 1000.0))
+    assert decide(pending, POLICY, 1001.0).not_before is None
+    own = facts(
+        "PPPP",
+        recorded_phase="Pending",
+        member_failures=1,
+        evicted=EvictedMark("MemberFailed", 1000.0),
+    )
+    assert decide(own, POLICY, 1001.0).not_before == 1010.0
+
+
+def test_with_keep_a_drained_member_is_said_apart_too() -> None:
+    d = decide(
+        facts(
+            "TRRR",
+            recorded_phase="Running",
+            member_failure=MemberFailure.KEEP,
+            disrupted=Disrupted(terminating=1, reason=DRAIN),
+        ),
+        POLICY,
+        NOW,
+    )
+    assert (d.phase, d.action) == (Phase.DEGRADED, Action.RUN)
+    assert d.message.startswith(
+        "3 of 4 members left (0 failed, 0 lost, 0 deleted, 1 evicted from outside "
+        "(EvictionByEvictionAPI)); kept running"
+    ), d.message
 
 
 @pytest.mark.parametrize(

@@ -101,6 +101,32 @@ def test_a_failed_member_evicts_the_gang_whole_and_the_mark_is_written_first() -
     assert mark["memberFailures"] == 1 and mark["scheduledAt"] is None
 
 
+def drained(body: dict[str, Any], phase: str) -> dict[str, Any]:
+    """`body` as the Eviction API leaves it (what `kubectl drain` does): `DisruptionTarget`."""
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    return {**body, "status": {"phase": phase, "conditions": [condition]}}
+
+
+@pytest.mark.parametrize("phase", ["Failed", "Running"])
+def test_a_drained_member_evicts_the_gang_whole_without_counting_a_failure(phase: str) -> None:
+    """b was drained: Failed, or still terminating (deletionTimestamp, still Running); either
+    way its gang is evicted whole, the mark names the drain, `memberFailures` stays 0."""
+    api = FakeApi()
+    b = drained(pod("b", group="g", gpus=4, node_name="n1"), phase)
+    if phase == "Running":
+        b["metadata"] = {**b["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    g = with_status(group("g", 2), phase="Running", scheduledAt="2026-01-01T00:00:00Z")
+    cycle(scheduler(api, [running("a", "g", "n1"), b], [g]))
+    assert ("evicted", "MemberFailed") in api.calls
+    (mark,) = [s for s in api.statuses if "memberFailures" in s]
+    (evicted,) = [c for c in mark["conditions"] if c["type"] == "Evicted"]
+    assert evicted["message"].startswith(
+        "1 of 2 members left (0 failed, 0 lost, 0 deleted, 1 evicted from outside "
+        "(EvictionByEvictionAPI)); evicting the gang whole"
+    ), evicted
+    assert mark["memberFailures"] == 0, mark
+
+
 def test_member_failure_keep_writes_degraded_and_evicts_nothing() -> None:
     api = FakeApi()
     pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]

@@ -504,6 +504,60 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
     )
 
 
+def test_a_drained_jobs_gang_is_no_failure_of_its_own_and_names_the_jobs_hidden_back_off(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A Job of 2 pods whose podFailurePolicy ignores DisruptionTarget loses a member to the
+    Eviction API (`kubectl drain`): its gang is evicted whole, saying the member was evicted
+    from outside, with no failure counted. The Job's status shows no failure, but its controller
+    backs off for the drained pod all the same (10 s) before making pods again: meanwhile the
+    gang's `WaitingForPods` says so instead of only "0 of 2 pods exist"; then it runs whole."""
+    label_namespace(cluster, ns, "default")
+    body = job("drained", 2)
+    body["spec"]["podFailurePolicy"] = {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
+    selector = "batch.kubernetes.io/job-name=drained"
+    first = run_job(cluster, custom, ns, body)
+    victim = first[0].metadata.name
+    cluster.core.create_namespaced_pod_eviction(
+        victim, ns, {"metadata": {"name": victim, "namespace": ns}}
+    )
+    status = wait_evicted(custom, ns, "job-drained", "MemberFailed", "after a member's drain")
+    (mark,) = [c for c in status["conditions"] if c["type"] == "Evicted"]
+    assert mark["message"].startswith(
+        "1 of 2 members left (0 failed, 0 lost, 0 deleted, 1 evicted from outside "
+        "(EvictionByEvictionAPI)); evicting the gang whole"
+    ), mark
+    assert mark["message"].endswith("(no failure of its own: memberFailures stays 0)"), mark
+
+    def backing_off() -> str | None:
+        c = scheduled(group_status(custom, ns, "job-drained"))
+        message = str(c.get("message", "")) if c else ""
+        return message if "makes pods again only after its back-off" in message else None
+
+    message = wait_for(
+        backing_off,
+        timeout=30,
+        what="job-drained's WaitingForPods to name the Job's back-off for the ignored pod",
+    )
+    assert "counts the pods its podFailurePolicy ignores" in message, message
+    old = {p.metadata.name for p in first}
+    wait_for(
+        lambda: (
+            group_status(custom, ns, "job-drained").get("phase") == "Running"
+            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
+        ),
+        timeout=60,
+        what="job-drained Running again on new pods after the Job's back-off",
+    )
+    assert not group_status(custom, ns, "job-drained").get("memberFailures")
+    assert not cluster.batch.read_namespaced_job("drained", ns).status.failed, "ignored"
+
+
 def test_a_job_past_its_time_limit_fails_and_its_gang_fails_with_it(
     cluster: Cluster,
     custom: Any,

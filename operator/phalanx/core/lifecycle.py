@@ -172,6 +172,10 @@ class Disrupted:
     failed: int = 0
     terminating: int = 0
     reason: str = "DisruptionTarget"
+    gone: int = 0
+    """Those no longer in the API: Failed, released and deleted before a cycle saw them (a
+    Job's pod under kwok goes within milliseconds); they are among the members the message
+    would otherwise count as deleted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,13 +424,14 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         again = min(n.pending, deleted)
         d = facts.disrupted or Disrupted()
         out_failed, out_terminating = min(d.failed, n.failed), min(d.terminating, n.terminating)
-        outside = out_failed + out_terminating
-        own = n.failed - out_failed + n.terminating - out_terminating + deleted
+        out_gone = min(d.gone, deleted)
+        outside = out_failed + out_terminating + out_gone
+        removed = n.terminating - out_terminating + deleted - out_gone
+        own = n.failed - out_failed + removed
         evicted = f", {outside} evicted from outside ({d.reason})" if outside else ""
         what = (
             f"{n.live + n.succeeded} of {facts.min_member} members left "
-            f"({n.failed - out_failed} failed, {n.lost} lost, "
-            f"{n.terminating - out_terminating + deleted} deleted{evicted}"
+            f"({n.failed - out_failed} failed, {n.lost} lost, {removed} deleted{evicted}"
             + (f"; {again} new pod{'s' if again > 1 else ''} pending" if again else "")
             + ")"
         )

@@ -59,7 +59,7 @@ from phalanx.core.lifecycle import (
     member_lost,
     run_start,
 )
-from phalanx.core.reasons import format_duration
+from phalanx.core.reasons import EvictionReason, format_duration
 from phalanx.k8s.records import (
     BudgetRec,
     GroupRec,
@@ -94,6 +94,8 @@ class Gang:
     """For a gang of pods that name no PodGroup: what `core.autogang` decided for them."""
     ignored: str = ""
     """Spec annotations some of its pods carry and its workload does not (`AutoGang.ignored`)."""
+    gone: list[tuple[str, float]] = field(default_factory=list)
+    """Its bound pods that left the API evicted from outside: why, and when (`build_view`)."""
 
     @property
     def uid(self) -> str:
@@ -252,13 +254,15 @@ def build_view(
     lifecycle: LifecyclePolicy | None = None,
     workloads: Workloads | None = None,
     evicting: Collection[str] = (),
+    gone: Iterable[tuple[PodRec, float]] = (),
 ) -> View:
     """The snapshot for one cycle, and each gang's lifecycle verdict (`core.lifecycle`).
 
     `jobs` are the batch/v1 Jobs by uid (a Job-owned gang ends when its Job says so);
     `written` what this operator wrote to each PodGroup's status since the watch last showed
     it, by PodGroup uid; `busy` the uids of gangs this operator is binding right now, and
-    `evicting` those of them it is evicting or rolling back.
+    `evicting` those of them it is evicting or rolling back. `gone`: bound pods of ours that
+    left the API evicted from outside, with when (`Disrupted.gone`).
     """
     cache = cache if cache is not None else ViewCache()
     jobs = jobs or {}
@@ -324,6 +328,15 @@ def build_view(
             continue
         (gang.finished if pod.terminal else gang.pods).append(pod)
 
+    present = {p.uid for p in pods}
+    for pod, at in gone:
+        if pod.uid in present:
+            continue
+        name = pod.group if pod.group is not None else _auto_gang(pod, workloads, autos).name
+        gang = gangs.get(f"{pod.namespace}/{name}") if name else None
+        if gang is not None:
+            gang.gone.append((pod.disruption or "DisruptionTarget", at))
+
     blocking = [b for b in budgets if b.disruptions_allowed <= 0]
     running: list[RunningGang] = []
     pending: list[PendingGang] = []
@@ -374,7 +387,7 @@ def build_view(
             evicting_now=gang.uid in evicting,
             member_failure=_member_failure(gang.group),
             member_failures=_int(gang.status.get("memberFailures")),
-            disrupted=_disrupted(gang, states),
+            disrupted=_disrupted(gang, states, scheduled_at),
             time_limit=limit,
             schedule_timeout=gang.group.schedule_timeout if gang.group else None,
             record=record,
@@ -469,7 +482,7 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
-                pods_note=_job_backoff(job) if len(live) < decision.need else "",
+                pods_note=_job_backoff(job, facts.evicted) if len(live) < decision.need else "",
                 bare_evicted=_bare_evicted(gang, facts.evicted),
                 workload=_workload_cap(gang, job),
             )
@@ -612,11 +625,15 @@ def _bound_since(gang: Gang) -> float | None:
     )
 
 
-def _disrupted(gang: Gang, states: Sequence[MemberState | None]) -> Disrupted | None:
-    """Its failed and terminating members that something outside the workload stopped (their
-    `DisruptionTarget` condition), None when there are none. `states` are `gang.pods`' states
-    followed by `gang.finished`'s, as the lifecycle counts them."""
-    if MemberState.FAILED not in states and MemberState.TERMINATING not in states:
+def _disrupted(
+    gang: Gang, states: Sequence[MemberState | None], since: float | None
+) -> Disrupted | None:
+    """Its failed, terminating and vanished members that something outside the workload
+    stopped (their `DisruptionTarget` condition), None when there are none. `states` are
+    `gang.pods`' states followed by `gang.finished`'s, as the lifecycle counts them; vanished
+    ones count only when they went after `since` (its `scheduledAt`), in its current run."""
+    gone = [why for why, at in gang.gone if since is None or at >= since]
+    if not gone and MemberState.FAILED not in states and MemberState.TERMINATING not in states:
         return None  # the common case, every cycle: nothing to look at
     terminating = [
         p
@@ -624,10 +641,10 @@ def _disrupted(gang: Gang, states: Sequence[MemberState | None]) -> Disrupted | 
         if s is MemberState.TERMINATING and p.disruption
     ]
     failed = [p for p in gang.finished if p.phase == "Failed" and p.disruption]
-    first = next(iter(terminating + failed), None)
-    if first is None or first.disruption is None:
+    if not (terminating or failed or gone):
         return None
-    return Disrupted(len(failed), len(terminating), first.disruption)
+    reason = next((p.disruption for p in terminating + failed if p.disruption), None)
+    return Disrupted(len(failed), len(terminating), reason or gone[0], gone=len(gone))
 
 
 def _member_state(
@@ -662,13 +679,28 @@ JOB_BACKOFF_MAX_S = 600.0
 success, at most this, counted from the last failure."""
 
 
-def _job_backoff(job: JobRec | None) -> str:
+def _job_backoff(job: JobRec | None, evicted: EvictedMark | None = None) -> str:
     """Why a gang's Job has not made all its pods, when its failed pods say: after a member
     failure the gang is evicted whole and the Job controller makes the pods again only after
     its back-off, which `WaitingForPods` alone ("0 of 3 pods exist") does not say. (The pods
-    of an eviction do not count there: the Job is suspended to evict them, `job_suspension`.)"""
-    if job is None or job.state != "Active" or job.failed <= 0:
+    of an eviction do not count there: the Job is suspended to evict them, `job_suspension`.)
+
+    A member its `podFailurePolicy` ignores (evicted from outside: `kubectl drain`) is not in
+    `status.failed`, but the Job controller's back-off counts it all the same, in memory: walked,
+    a Job drained three times waited 40 s after it was resumed, saying only "0 of 4 pods
+    exist". With no failure on record, an `Evicted` `MemberFailed` gang says that without the
+    number, which nothing in the API holds."""
+    if job is None or job.state != "Active" or job.suspended:
         return ""
+    if job.failed <= 0:
+        if evicted is None or evicted.reason != EvictionReason.MEMBER_FAILED:
+            return ""
+        return (
+            f"its Job {job.name} makes pods again only after its back-off, which counts the pods "
+            "its podFailurePolicy ignores though its status shows none: "
+            f"{format_duration(JOB_BACKOFF_S)} doubled per pod failed or evicted since its last "
+            f"success, at most {format_duration(JOB_BACKOFF_MAX_S)}, after the last"
+        )
     backoff = min(JOB_BACKOFF_MAX_S, JOB_BACKOFF_S * 2.0 ** min(job.failed - 1, 16))
     failed = f"{job.failed} failed pod{'' if job.failed == 1 else 's'}"
     return (

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -80,6 +81,12 @@ class NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
+GONE_MEMORY_S = 600.0
+"""How long a vanished, disrupted pod is remembered: a cycle runs within a second of it going
+(and at least every `cycle_interval_s`), so this only has to outlast a slow cycle; longer would
+count it against a gang restarted since, which `cluster_view` also rules out by time."""
+
+
 class IndexSource:
     """The watched records: kopf's indexes (captured at the first post-sync handler call) and
     the informers of nodes, pods and PodGroups."""
@@ -91,6 +98,19 @@ class IndexSource:
         self.nodes: list[Informer[NodeRec]] = []
         self.pods: list[Informer[PodRec]] = []
         self.groups: list[Informer[GroupRec]] = []
+        self.gone: dict[str, tuple[PodRec, float]] = {}
+        """Bound pods of ours that left the API evicted from outside (`DisruptionTarget`), by
+        uid, with when the watch saw them go (`Records.gone`)."""
+
+    def note_gone(self, pod: PodRec, now: float) -> None:
+        """Remember a bound pod of ours that vanished with a `DisruptionTarget` condition, for
+        `GONE_MEMORY_S`: a Job's drained pod can be Failed, released by its controller and
+        deleted before a cycle (debounced 50–200 ms) sees it, and would then count as deleted
+        by someone, a failure of the gang's own."""
+        for uid in [u for u, (_, at) in self.gone.items() if now - at > GONE_MEMORY_S]:
+            del self.gone[uid]
+        if pod.disruption and pod.node_name:
+            self.gone[pod.uid] = (pod, now)
 
     def capture(self, indexes: Mapping[str, Any]) -> None:
         if self.indexes is None:
@@ -120,7 +140,17 @@ class IndexSource:
         classes = dict(self._values("phalanx_priority_classes"))
         budgets: list[BudgetRec] = self._values("phalanx_budgets")
         jobs: dict[str, JobRec] = {j.uid: j for j in self._values("phalanx_jobs")}
-        return Records(nodes, pods, groups, queues, classes, budgets, jobs, self._workloads(jobs))
+        return Records(
+            nodes,
+            pods,
+            groups,
+            queues,
+            classes,
+            budgets,
+            jobs,
+            self._workloads(jobs),
+            gone=list(self.gone.values()),
+        )
 
     def _workloads(self, jobs: Mapping[str, JobRec]) -> Workloads:
         by_uid: dict[str, Workload] = {
@@ -200,6 +230,8 @@ def build_informers(
             poke()
 
     def pod_changed(before: PodRec | None, after: PodRec | None) -> None:
+        if after is None and before is not None and before.disruption:
+            source.note_gone(before, time.time())
         # A pod of ours gone frees its capacity or breaks its gang: always news.
         if after is None or pod_wakes(before, after):
             poke()

@@ -71,6 +71,8 @@ class Records:
     """batch/v1 Jobs by uid."""
     workloads: Workloads = dataclasses.field(default_factory=Workloads)
     """What automatic ganging reads (`core.autogang`)."""
+    gone: list[tuple[PodRec, float]] = dataclasses.field(default_factory=list)
+    """Bound pods of ours that left the API evicted from outside, and when (`IndexSource`)."""
 
 
 class Source(Protocol):
@@ -337,6 +339,7 @@ class Scheduler:
             budgets=records.budgets,
             cache=self.view_cache,
             jobs=records.jobs,
+            gone=records.gone,
             written=self.reporter.overlay(),
             busy=busy,
             lifecycle=self.lifecycle,

@@ -469,6 +469,13 @@ DRAIN = "EvictionByEvictionAPI"
             "1 failed, 0 lost, 0 deleted, 1 evicted from outside (DeletionByTaintManager)",
             3,
         ),
+        # Failed, released and deleted before a cycle saw it: remembered from the watch.
+        (
+            "RRR",
+            Disrupted(gone=1, reason=DRAIN),
+            "0 failed, 0 lost, 0 deleted, 1 evicted from outside (EvictionByEvictionAPI)",
+            2,
+        ),
         # Evicted from outside, and another deleted outright by someone: the deletion counts.
         (
             "FRR",

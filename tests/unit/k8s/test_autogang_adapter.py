@@ -411,6 +411,38 @@ def test_a_hand_written_podgroups_wait_names_its_jobs_back_off_too() -> None:
     )
 
 
+def test_a_drained_jobs_wait_names_the_back_off_its_status_does_not_show() -> None:
+    """A Job whose podFailurePolicy ignored its drained member has no failure in its status,
+    but its controller backs off for that member all the same: the gang, evicted whole for it
+    (`MemberFailed`), says so while it waits. Without the mark, or with the Job suspended (our
+    eviction still under way), there is nothing to say about a back-off."""
+    evicted = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": "MemberFailed",
+        "lastTransitionTime": "1970-01-01T00:16:00Z",
+    }
+    group = {
+        "metadata": {"name": "train", "namespace": "ns", "uid": "g-train"},
+        "spec": {"minMember": 2, "queue": "research"},
+        "status": {"phase": "Pending", "conditions": [evicted]},
+    }
+    body = job(2)
+    body["spec"]["template"] = {"metadata": {"labels": {"phalanx.dev/pod-group": "train"}}}
+    assert last_waiting_message(run([], [group], [body])) == (
+        "0 of 2 pods exist; its Job train makes pods again only after its back-off, which counts "
+        "the pods its podFailurePolicy ignores though its status shows none: 10s doubled per pod "
+        "failed or evicted since its last success, at most 10m, after the last"
+    )
+    reclaimed = {
+        **group,
+        "status": {"phase": "Pending", "conditions": [{**evicted, "reason": "Reclaimed"}]},
+    }
+    assert last_waiting_message(run([], [reclaimed], [body])) == "0 of 2 pods exist"
+    suspended = {**body, "spec": {**body["spec"], "suspend": True}}
+    assert "back-off" not in last_waiting_message(run([], [group], [suspended]))
+
+
 def test_new_pods_of_a_finished_podgroup_get_an_event_saying_so_and_nothing_else() -> None:
     """A failed Job deleted and created again beside its hand-written PodGroup: the PodGroup is
     `Failed` (terminal), so its new pods are never placed; each gets one Warning Event, and no

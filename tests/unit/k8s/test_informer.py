@@ -213,3 +213,47 @@ def test_nothing_kills_the_informer_a_bad_line_or_a_socket_error_is_retried(
     run(inf)
     assert inf.records == {"a": 1} and changes == [(None, 1)]
     assert sum(1 for c in script.calls if c.get("watch")) == 4
+
+
+def test_a_bound_pod_that_leaves_evicted_from_outside_is_remembered_for_a_while() -> None:
+    """The pods informer's deletion hook hands a drained pod (bound, `DisruptionTarget`) to the
+    source, which lists it in `Records.gone` until `GONE_MEMORY_S` have passed; a pod deleted
+    without the condition, or never bound, is not remembered."""
+    from types import SimpleNamespace
+
+    from phalanx.config import build_config
+    from phalanx.k8s.operator import GONE_MEMORY_S, IndexSource, build_informers
+    from phalanx.k8s.records import pod_record
+
+    def body(name: str, node: str | None, disrupted: bool) -> dict[str, Any]:
+        status: dict[str, Any] = {"phase": "Failed"}
+        if disrupted:
+            status["conditions"] = [
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+            ]
+        spec: dict[str, Any] = {"schedulerName": "phalanx", "containers": []}
+        if node:
+            spec["nodeName"] = node
+        return {
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": spec,
+            "status": status,
+        }
+
+    api: Any = SimpleNamespace(
+        core=SimpleNamespace(list_node="n", list_pod_for_all_namespaces="p"),
+        custom=SimpleNamespace(list_cluster_custom_object="c"),
+    )
+    source = IndexSource()
+    build_informers(build_config(metrics_port=0, health_port=0), api, source, lambda: None)
+    ours = source.pods[0]
+    for name, node, disrupted in (
+        ("drained", "n1", True),
+        ("deleted", "n1", False),
+        ("unbound", None, True),
+    ):
+        ours._changed(pod_record(body(name, node, disrupted)), None)
+    assert [p.name for p, _ in source.gone.values()] == ["drained"]
+    ((_, at),) = source.gone.values()
+    source.note_gone(pod_record(body("later", "n2", True)), at + GONE_MEMORY_S + 1)
+    assert [p.name for p, _ in source.gone.values()] == ["later"], "the first one forgotten"

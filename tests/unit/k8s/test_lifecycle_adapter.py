@@ -12,6 +12,7 @@ import pytest
 from phalanx.config import build_config
 from phalanx.k8s.api import ApiError
 from phalanx.k8s.guarded import NOT_LEADER, TIMED_OUT, GuardedWrites
+from phalanx.k8s.records import pod_record
 from phalanx.k8s.scheduler import Scheduler
 from tests.unit.k8s.test_records_and_view import group, pod
 from tests.unit.k8s.test_scheduler_loop import FakeApi, ListSource
@@ -125,6 +126,24 @@ def test_a_drained_member_evicts_the_gang_whole_without_counting_a_failure(phase
         "(EvictionByEvictionAPI)); evicting the gang whole"
     ), evicted
     assert mark["memberFailures"] == 0, mark
+
+
+def test_a_drained_member_gone_before_a_cycle_saw_it_is_still_no_failure_of_its_own() -> None:
+    """b was drained, Failed, released and deleted between two cycles: only the watch saw it
+    go (`Records.gone`). Gone after the gang started (scheduledAt t=900, gone at t=950), it
+    is evicted from outside; gone before (t=850, an earlier run), it is a member deleted."""
+    b = drained(pod("b", group="g", gpus=4, node_name="n1"), "Failed")
+    g = with_status(group("g", 2), phase="Running", scheduledAt="1970-01-01T00:15:00Z")
+    for at, counted in ((950.0, 0), (850.0, 1)):
+        api = FakeApi()
+        sched = scheduler(api, [running("a", "g", "n1")], [g])
+        sched.source.records().gone.append((pod_record(b), at))
+        cycle(sched)
+        (mark,) = [s for s in api.statuses if "memberFailures" in s]
+        assert mark["memberFailures"] == counted, (at, mark)
+        (evicted,) = [c for c in mark["conditions"] if c["type"] == "Evicted"]
+        said = "1 evicted from outside (EvictionByEvictionAPI)" in evicted["message"]
+        assert said == (counted == 0), evicted
 
 
 def test_member_failure_keep_writes_degraded_and_evicts_nothing() -> None:

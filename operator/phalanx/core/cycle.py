@@ -1500,7 +1500,7 @@ class Walk:
                     w,
                     Reason.TOPOLOGY_UNSATISFIABLE,
                     f"needs {need} under one {lv.name}; the best {lv.name} ({name}) has "
-                    f"{gpus} free" + then,
+                    f"{gpus} free{self._unusable_note(level, name)}" + then,
                     free=free,
                     best=(name, gpus),
                     eta=eta,
@@ -1541,6 +1541,28 @@ class Walk:
             )
             parts.append(f"{len(s.pods)} × {{{what}}}")
         return " + ".join(parts)
+
+    def _unusable_note(self, level: int, name: str) -> str:
+        """ " (1 of its 4 nodes cordoned or not ready)" when some nodes of the domain `name` of
+        `level` take no pods: their GPUs are not free, so a leaf with nothing running on it
+        reads as "has 24 free" of 32. Walked: after a `kubectl drain`, a gang waited on that
+        number with the leaf empty, and nothing said why."""
+        topo, usable = self.prep.topo, self.state.usable
+        names = topo.level_domain_names[level]
+        if name not in names:
+            return ""
+        domain = names.index(name)
+        nodes = [
+            n
+            for leaf, of in enumerate(topo.level_domain_of_leaf[level])
+            if of == domain
+            for n in topo.leaf_nodes[leaf]
+        ]
+        off = sum(1 for n in nodes if not usable[n])
+        if not off:
+            return ""
+        of = f"its {len(nodes)} nodes" if len(nodes) > 1 else "its one node"
+        return f" ({off} of {of} cordoned or not ready)"
 
     def _best_domain(self, w: GangWork, level: int, out: Outcome) -> tuple[str, int]:
         if out.best_domain is not None and out.best_domain_gpus is not None:

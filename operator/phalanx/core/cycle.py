@@ -202,6 +202,8 @@ class Walk:
         self._queue_by_gang: dict[str, QueueState] | None = None
         #: `reclaim.smallest_gangs` for the reclaim clause of messages, by evictions made so far.
         self._smallest: tuple[int, dict[str, int]] | None = None
+        #: Nodes that take no pods (cordoned or not ready), counted once when a message asks.
+        self._off: int | None = None
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
         self.lowest: dict[str, int] = {}
         for r in prep.running:
@@ -771,7 +773,8 @@ class Walk:
                 w,
                 Reason.INSUFFICIENT_CAPACITY,
                 f"needs {units(w.gpus, True)}, {MORE_THAN_THE_CLUSTER} "
-                f"({self.prep.capacity_gpu} schedulable in total)",
+                f"({self.prep.capacity_gpu} schedulable in total"
+                + (f"; {off})" if (off := self._off_nodes()) else ")"),
             )
             return True
         out = self.try_now(w, end)
@@ -1478,7 +1481,7 @@ class Walk:
             c.reasons[gid] = self.decision(
                 w,
                 Reason.INSUFFICIENT_CAPACITY,
-                f"needs {need}; {free} free" + then,
+                f"needs {need}; {free} free{self._off_note()}" + then,
                 free=free,
                 eta=eta,
                 placement=placement,
@@ -1542,8 +1545,22 @@ class Walk:
             parts.append(f"{len(s.pods)} × {{{what}}}")
         return " + ".join(parts)
 
+    def _off_nodes(self) -> str:
+        """Says "2 nodes cordoned or not ready" when some nodes take no pods ("" when none):
+        their GPUs are not counted free, and a user who drained two nodes reads "needs 48 GPUs;
+        40 free" of a cluster with 56 idle."""
+        if self._off is None:
+            self._off = sum(1 for usable in self.state.usable if not usable)
+        if not self._off:
+            return ""
+        return f"{self._off} node{'s' if self._off > 1 else ''} cordoned or not ready"
+
+    def _off_note(self) -> str:
+        off = self._off_nodes()
+        return f" ({off})" if off else ""
+
     def _unusable_note(self, level: int, name: str) -> str:
-        """ " (1 of its 4 nodes cordoned or not ready)" when some nodes of the domain `name` of
+        """Says " (1 of its 4 nodes cordoned or not ready)" when some nodes of the domain `name` of
         `level` take no pods: their GPUs are not free, so a leaf with nothing running on it
         reads as "has 24 free" of 32. Walked: after a `kubectl drain`, a gang waited on that
         number with the leaf empty, and nothing said why."""

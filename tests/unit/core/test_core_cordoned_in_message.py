@@ -43,3 +43,28 @@ def test_a_best_leaf_with_no_cordoned_node_says_nothing_of_cordons() -> None:
     message = _message({"s0-l0-n01", "s0-l0-n02"})
     assert message.startswith("needs 32 GPUs under one leaf; the best leaf (s0-l1) has 24 free;")
     assert "cordoned" not in message
+
+
+def test_a_gang_short_of_free_gpus_counts_the_nodes_that_take_no_pods() -> None:
+    """8 × 8 GPUs on 8 nodes, 2 of them cordoned, one busy: 40 free. A gang of 6 × 8 GPUs (no
+    topology) needs 48, and the message says where the rest went; one of 7 × 8 needs more than
+    the 48 schedulable GPUs, and says why there are only 48."""
+    cordoned = {"s0-l0-n01", "s0-l1-n02"}
+    nodes = [n.cordoned() if n.build().name in cordoned else n for n in fabric(1, 2, 4)]
+    messages = []
+    for pods in (6, 7):
+        snap = snapshot(
+            nodes,
+            running=[running("r").on("s0-l1-n00").started(NOW).time_limit(3600)],
+            pending=[gang("big").pods(pods)],
+        )
+        decision = schedule(snap, Policy(), NOW).gangs["ns/big"]
+        assert decision.reason == Reason.INSUFFICIENT_CAPACITY, decision
+        messages.append(decision.message)
+    assert messages[0].startswith(
+        "needs 48 GPUs; 40 free (2 nodes cordoned or not ready); expected start"
+    ), messages[0]
+    assert messages[1] == (
+        "needs 56 GPUs, more than the cluster has (48 schedulable in total; 2 nodes cordoned "
+        "or not ready)"
+    ), messages[1]

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from phalanx.devcluster.stages import STUCK_ANNOTATION
 from tests.integration.conftest import Cluster
 from tests.integration.objects import gang_job, gang_pod, pod_group
 from tests.integration.operator_fixture import OperatorProcess
 from tests.integration.test_operator_gangs import PodWatch, group_status, nodes_of
+from tests.integration.test_views import phalanx_json
 from tests.integration.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -442,3 +444,35 @@ def _epoch(rfc3339: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_running_gang_names_the_member_whose_image_cannot_be_pulled(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """A gang of 2 bound whole, one of whose pods never starts: its containers wait
+    `ImagePullBackOff` (the fake cluster's `phalanx.dev/stuck` stage, as a kubelet reports an
+    image it cannot pull). The gang is `Running` — both members hold their nodes — and
+    `Started=False` names the pod and the kubelet's reason, which `phalanx explain` shows."""
+    custom = phalanx_api
+    _create_group(custom, ns, pod_group("pull", 2))
+    cluster.core.create_namespaced_pod(ns, gang_pod("pull-0", "pull", 8))
+    stuck = gang_pod("pull-1", "pull", 8)
+    stuck["metadata"]["annotations"][STUCK_ANNOTATION] = "ImagePullBackOff"
+    cluster.core.create_namespaced_pod(ns, stuck)
+
+    def not_started() -> dict[str, Any] | None:
+        status = group_status(custom, ns, "pull")
+        return (
+            _condition(status, "Started", "ImagePullBackOff")
+            if status.get("phase") == "Running"
+            else None
+        )
+
+    said = wait_for(not_started, timeout=60, what="pull Running with Started=False naming pull-1")
+    assert said["status"] == "False", said
+    assert said["message"].startswith(
+        "1 of 2 bound members not running: pull-1 ImagePullBackOff: Back-off pulling image "
+    ), said
+    explained = phalanx_json(cluster, "explain", "pull", "-n", ns)
+    assert explained["notStarted"] == f"ImagePullBackOff: {said['message']}", explained
+    assert cluster.core.read_namespaced_pod("pull-1", ns).status.phase == "Pending"

@@ -176,6 +176,65 @@ spec:
 """
 
 
+STUCK_ANNOTATION = "phalanx.dev/stuck"
+"""On the fake cluster only: a bound pod annotated `phalanx.dev/stuck: ImagePullBackOff` never
+starts; its containers wait with that reason, as a kubelet's do when an image cannot be pulled."""
+
+# kwok's `pod-ready` would make it Running at once: `stage_documents` keeps such pods out of it,
+# and this stage, matched once (it sets `startTime`), leaves them `Pending` and waiting.
+STUCK_STAGE = f"""apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: phalanx-pod-stuck
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Pending'
+    - key: '.status.startTime'
+      operator: 'DoesNotExist'
+    - key: '.metadata.annotations["{STUCK_ANNOTATION}"]'
+      operator: 'Exists'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $reason := index .metadata.annotations "{STUCK_ANNOTATION}" }}}}
+      conditions:
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "True"
+        type: PodScheduled
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        type: Ready
+        reason: ContainersNotReady
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        restartCount: 0
+        state:
+          waiting:
+            reason: {{{{ $reason | Quote }}}}
+            message: {{{{ printf "Back-off pulling image %q" .image | Quote }}}}
+      {{{{ end }}}}
+      phase: Pending
+      startTime: {{{{ $now | Quote }}}}
+"""
+
+_NOT_STUCK = f"""    matchExpressions:
+    - key: '.metadata.annotations["{STUCK_ANNOTATION}"]'
+      operator: 'DoesNotExist'
+"""
+
+
 def kwok_module_dir() -> Path:
     """The kwok module's folder in the Go module cache, downloading it if it is not there."""
     go = require_go()
@@ -198,4 +257,14 @@ def stage_documents() -> list[str]:
     """Every Stage document the fake cluster runs with, as YAML texts."""
     base = kwok_module_dir()
     docs = [(base / f).read_text() for f in KWOK_STAGE_FILES]
-    return [*docs, TERMINATE_STAGE, DELETE_STAGE, RUN_FOR_STAGE, OVER_STAGE]
+    docs = [_without_stuck(d) if "name: pod-ready" in d else d for d in docs]
+    return [*docs, TERMINATE_STAGE, DELETE_STAGE, RUN_FOR_STAGE, OVER_STAGE, STUCK_STAGE]
+
+
+def _without_stuck(stage: str) -> str:
+    """kwok's `pod-ready` stage, matching no pod annotated `STUCK_ANNOTATION`."""
+    if stage.count("    matchExpressions:\n") != 1:
+        raise DevClusterError(
+            f"kwok {versions.KWOK}'s pod-ready stage changed shape: {stage[:200]}"
+        )
+    return stage.replace("    matchExpressions:\n", _NOT_STUCK, 1)

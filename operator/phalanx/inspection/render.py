@@ -131,6 +131,8 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
         line("Members", e.members.text(e.phase))
     if e.degraded:
         line("Degraded", e.degraded)
+    if e.not_started:
+        line("Started", e.not_started)
     if e.detail:
         out.append("Numbers\n", style="bold")
         for key, value in e.detail.items():

@@ -363,6 +363,9 @@ class Explanation:
     finished: str | None = None
     """Why a gang that is over ended (its `Finished` condition): "WorkloadFailed: its workload
     reports Failed", "Succeeded: 7 of 7 members succeeded"."""
+    not_started: str | None = None
+    """Bound members of a running gang that do not start (its `Started=False` condition):
+    "ImagePullBackOff: 1 of 4 bound members not running: …"."""
 
     def to_json(self) -> dict[str, Any]:
         """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
@@ -381,6 +384,7 @@ class Explanation:
             "members": self.members.to_json() if self.members is not None else None,
             "degraded": self.degraded,
             "finished": self.finished,
+            "notStarted": self.not_started,
         }
 
 
@@ -670,6 +674,13 @@ def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
         finished=(
             f"{finished.get('reason')}: {finished.get('message')}"
             if finished is not None and finished.get("status") == "True"
+            else None
+        ),
+        not_started=(
+            f"{started.get('reason')}: {started.get('message')}"
+            if (started := condition(obj, "Started")) is not None
+            and started.get("status") == "False"
+            and status.get("phase") in ("Running", "Degraded")
             else None
         ),
     )

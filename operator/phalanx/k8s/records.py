@@ -97,6 +97,9 @@ class PodRec:
     disruption: str | None = None
     """The reason of its `DisruptionTarget=True` condition (`EvictionByEvictionAPI`, …): something
     outside its workload is stopping it (`lifecycle.Disrupted`)."""
+    waiting: tuple[str, str] | None = None
+    """Bound and not started (`Pending` on its node): the first of its containers, init
+    containers first, that is waiting, as (reason, message): `ImagePullBackOff`, …"""
 
     @property
     def terminal(self) -> bool:
@@ -347,6 +350,9 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         ),
         None,
     )
+    waiting = None
+    if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+        waiting = _waiting(status)
     native = native_group_name(spec)
     bound_at = None
     if spec.get("nodeName"):
@@ -389,6 +395,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         owner_api=str(controller.get("apiVersion", "")) if controller else "",
         bound_at=bound_at,
         disruption=disruption,
+        waiting=waiting,
         annotations=kept(meta.get("annotations"), KEPT_ANNOTATIONS) or _NO_ANNOTATIONS,
         scheduled=(
             (
@@ -400,6 +407,17 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
             else None
         ),
     )
+
+
+def _waiting(status: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of the first waiting container of a pod not started yet."""
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for c in status.get(key) or []:
+            state = c.get("state") if isinstance(c, Mapping) else None
+            waiting = state.get("waiting") if isinstance(state, Mapping) else None
+            if isinstance(waiting, Mapping):
+                return str(waiting.get("reason") or ""), str(waiting.get("message") or "")
+    return None
 
 
 def owning_job(pods: Iterable[PodRec], jobs: Mapping[str, JobRec]) -> JobRec | None:

@@ -52,6 +52,7 @@ from phalanx.k8s.status import (
     queue_status_body,
     rfc3339,
     running_status,
+    started_condition,
 )
 from phalanx.k8s.tasks import limited, pod_ref, spawn
 
@@ -336,6 +337,9 @@ class Reporter:
             desired = running_status(gang, assumed, d.phase)
             kept = kept_condition(gang.status, d.phase, d.reason, d.message, now)
             changed = [kept] if kept is not None else []
+            started_cond = started_condition(gang, now)
+            if started_cond is not None:
+                changed.append(started_cond)
             if gang.status.get("scheduledAt") is None:
                 # Found running with no start of its own: applied again while its pods ran, or
                 # written by an older version. Its run started when its first member was bound.

@@ -655,3 +655,20 @@ def test_explain_of_a_gang_the_operator_has_not_counted_shows_no_members() -> No
     e = explanation(fresh, NOW)
     assert e.members is None and e.to_json()["members"] is None
     assert "Members" not in render.explanation_text(e, NOW).plain
+
+
+def test_explain_of_a_running_gang_names_the_member_that_cannot_start() -> None:
+    """`Started=False` on a running gang is shown; once the gang is over it is history."""
+    obj = _evicted_early(members=2, bound=2)
+    obj["status"]["phase"] = "Running"
+    stuck = condition(
+        {}, "Started", "False", "ImagePullBackOff", "1 of 2 bound members not running: b", T
+    )
+    obj["status"]["conditions"] = merge_conditions(obj["status"], [stuck])
+    out = explanation(obj, NOW)
+    assert out.not_started == "ImagePullBackOff: 1 of 2 bound members not running: b"
+    assert out.to_json()["notStarted"] == out.not_started
+    text = render.explanation_text(out, NOW).plain
+    assert "Started   ImagePullBackOff: 1 of 2 bound members not running: b" in text, text
+    obj["status"]["phase"] = "Succeeded"
+    assert explanation(obj, NOW).not_started is None

@@ -146,6 +146,68 @@ def test_a_drained_member_gone_before_a_cycle_saw_it_is_still_no_failure_of_its_
         assert said == (counted == 0), evicted
 
 
+def pulling(name: str, reason: str, message: str = "") -> dict[str, Any]:
+    """A member bound at t=990 whose container waits (`Pending` on its node)."""
+    body = pod(name, group="g", gpus=4, node_name="n1")
+    waiting = {"reason": reason, "message": message}
+    body["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "1970-01-01T00:16:30Z"}
+        ],
+        "containerStatuses": [{"name": "c", "state": {"waiting": waiting}}],
+    }
+    return body
+
+
+def started_of(api: FakeApi) -> dict[str, Any] | None:
+    found = [c for s in api.statuses for c in s.get("conditions", []) if c["type"] == "Started"]
+    return found[-1] if found else None
+
+
+def test_a_running_gang_says_which_bound_member_cannot_start() -> None:
+    """b's image cannot be pulled: g is bound whole and `Running`, and a is at its rendezvous
+    holding its GPUs; `Started=False` names b and the kubelet's reason. A member still being
+    created 10 s after its bind is on its way: nothing is written."""
+    g = with_status(group("g", 2), phase="Running", scheduledAt="1970-01-01T00:16:30Z")
+    api = FakeApi()
+    stuck = pulling("b", "ImagePullBackOff", 'Back-off pulling image "busybx"')
+    cycle(scheduler(api, [running("a", "g", "n1"), stuck], [g]))
+    said = started_of(api)
+    assert said is not None, api.statuses
+    assert (said["status"], said["reason"]) == ("False", "ImagePullBackOff")
+    assert said["message"] == (
+        '1 of 2 bound members not running: b ImagePullBackOff: Back-off pulling image "busybx"; '
+        "the others hold their GPUs meanwhile"
+    )
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), pulling("b", "ContainerCreating")], [g]))
+    assert started_of(api) is None, "on its way"
+    slow = pulling("b", "ContainerCreating")
+    slow["status"]["conditions"][0]["lastTransitionTime"] = "1970-01-01T00:14:10Z"  # t=850
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), slow], [g]))
+    said = started_of(api)
+    assert said is not None and said["reason"] == "NotStarted", said
+    assert said["message"].startswith(
+        "1 of 2 bound members not running: b not started 2m after its bind (ContainerCreating)"
+    ), said
+
+
+def test_a_member_that_starts_at_last_turns_started_true() -> None:
+    g = with_status(
+        group("g", 2),
+        phase="Running",
+        scheduledAt="1970-01-01T00:16:30Z",
+        conditions=[{"type": "Started", "status": "False", "reason": "ImagePullBackOff"}],
+    )
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), running("b", "g", "n1")], [g]))
+    said = started_of(api)
+    assert said is not None and (said["status"], said["reason"]) == ("True", "Running"), said
+    assert said["message"] == "2 bound members running"
+
+
 def test_member_failure_keep_writes_degraded_and_evicts_nothing() -> None:
     api = FakeApi()
     pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]

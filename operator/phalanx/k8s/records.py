@@ -98,8 +98,9 @@ class PodRec:
     """The reason of its `DisruptionTarget=True` condition (`EvictionByEvictionAPI`, …): something
     outside its workload is stopping it (`lifecycle.Disrupted`)."""
     waiting: tuple[str, str] | None = None
-    """Bound and not started (`Pending` on its node): the first of its containers, init
-    containers first, that is waiting, as (reason, message): `ImagePullBackOff`, …"""
+    """Bound and not finished: the first of its containers, init containers first, that is
+    waiting, as (reason, message): `ImagePullBackOff` before it starts, `CrashLoopBackOff`
+    while it restarts, …"""
 
     @property
     def terminal(self) -> bool:
@@ -351,7 +352,7 @@ def pod_record(body: Mapping[str, Any]) -> PodRec:
         None,
     )
     waiting = None
-    if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+    if spec.get("nodeName") and status.get("phase", "Pending") in ("Pending", "Running"):
         waiting = _waiting(status)
     native = native_group_name(spec)
     bound_at = None

@@ -121,7 +121,8 @@ pulls of multi-GB training images take a minute or more."""
 def started_condition(gang: Gang, now: float) -> dict[str, Any] | None:
     """`Started=False` when bound members of a running gang are not running: a container that
     waits with a reason other than starting (`ImagePullBackOff`, `ErrImagePull`,
-    `CreateContainerConfigError`, …), or any not running `NOT_STARTED_AFTER_S` after its bind.
+    `CreateContainerConfigError`, `CrashLoopBackOff` in a pod that restarts its containers),
+    or any not running `NOT_STARTED_AFTER_S` after its bind.
     The others are bound and wait at their rendezvous holding every GPU of the gang, and the
     gang said `Running` (its counts "4 bound (3 running)" alone said anything was wrong): Kueue
     has `PodsReady` for this. `True` again, once all run, only after a `False`; None when
@@ -129,9 +130,11 @@ def started_condition(gang: Gang, now: float) -> dict[str, Any] | None:
     bound = [p for p in gang.pods if p.node_name and not p.deleting]
     stuck: list[tuple[float, str, str, str]] = []
     for p in bound:
-        if p.phase != "Pending":
+        if p.phase not in ("Pending", "Running"):
             continue
         reason, message = p.waiting or ("", "")
+        if p.phase == "Running" and reason in STARTING:
+            continue  # running (a container restarting in a loop says `CrashLoopBackOff`)
         waited = now - p.bound_at if p.bound_at is not None else 0.0
         if reason not in STARTING:
             stuck.append((-waited, p.name, reason, message))

@@ -194,6 +194,24 @@ def test_a_running_gang_says_which_bound_member_cannot_start() -> None:
     ), said
 
 
+def test_a_member_restarting_in_a_loop_is_not_running_either() -> None:
+    """b's pod is `Running` but its container keeps failing and is restarted
+    (`restartPolicy: OnFailure`): the kubelet says `CrashLoopBackOff` and so does the gang."""
+    g = with_status(group("g", 2), phase="Running", scheduledAt="1970-01-01T00:16:30Z")
+    crashing = pulling("b", "CrashLoopBackOff", "back-off 40s restarting failed container=c")
+    crashing["status"]["phase"] = "Running"
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), crashing], [g]))
+    said = started_of(api)
+    assert said is not None and (said["status"], said["reason"]) == (
+        "False",
+        "CrashLoopBackOff",
+    ), said
+    assert said["message"].startswith(
+        "1 of 2 bound members not running: b CrashLoopBackOff: back-off 40s restarting"
+    ), said
+
+
 def test_a_member_that_starts_at_last_turns_started_true() -> None:
     g = with_status(
         group("g", 2),

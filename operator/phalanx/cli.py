@@ -332,6 +332,15 @@ def run(
             "MemberFailed again and again.",
         ),
     ] = 600.0,
+    start_timeout_seconds: Annotated[
+        float,
+        typer.Option(
+            envvar=_env("start-timeout-seconds"),
+            help="Seconds a bound member of a running gang may take to start (an image that "
+            "cannot be pulled never does) before the gang is evicted whole as a member failure; "
+            "0 (the default): never.",
+        ),
+    ] = 0.0,
     phantom_grace_seconds: Annotated[
         float,
         typer.Option(
@@ -405,6 +414,7 @@ def run(
         retry_period_s=retry_period,
         node_lost_seconds=node_lost_seconds,
         member_failure_backoff_max_seconds=member_failure_backoff_max_seconds,
+        start_timeout_seconds=start_timeout_seconds,
         phantom_grace_seconds=phantom_grace_seconds,
     )
     logging.basicConfig(

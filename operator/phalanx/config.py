@@ -71,6 +71,9 @@ class OperatorConfig(BaseModel):
     member_failure_backoff_max_seconds: float = Field(default=600.0, ge=0, le=86_400)
     """The longest a gang evicted for `MemberFailed` again and again waits before it is placed
     again (the wait doubles from 10 s with each such eviction)."""
+    start_timeout_seconds: float = Field(default=0.0, ge=0, le=7 * 86_400)
+    """A running gang one of whose bound members has not started this long after its bind is
+    evicted whole as a member failure (an image that cannot be pulled); 0: never."""
     phantom_grace_seconds: float = Field(default=600.0, ge=0, le=7 * 86_400)
     """How long a PodGroup with `minResources` and no pods keeps its reservation (and its share
     of its queue's demand) once the reservation comes due."""
@@ -213,6 +216,7 @@ class OperatorConfig(BaseModel):
             node_lost_seconds=self.node_lost_seconds,
             backoff_base=min(10.0, self.member_failure_backoff_max_seconds),
             backoff_max=self.member_failure_backoff_max_seconds,
+            start_timeout=self.start_timeout_seconds,
         )
 
 

@@ -476,3 +476,47 @@ def test_a_running_gang_names_the_member_whose_image_cannot_be_pulled(
     explained = phalanx_json(cluster, "explain", "pull", "-n", ns)
     assert explained["notStarted"] == f"ImagePullBackOff: {said['message']}", explained
     assert cluster.core.read_namespaced_pod("pull-1", ns).status.phase == "Pending"
+
+
+def test_with_a_start_timeout_a_gang_whose_member_never_starts_is_evicted_whole(
+    cluster: Cluster,
+    phalanx_api: Any,
+    namespace: str,
+    no_shared_operator: None,
+    tmp_path: Path,
+) -> None:
+    """`--start-timeout-seconds 5` (Kueue's `waitForPodsReady`): a gang of 2 bare pods, one of
+    which never starts (`ImagePullBackOff`), holds both nodes for 5 s and is then evicted whole
+    as a member failure that names the pod; bare pods are not made again, and the gang says so."""
+    custom, ns = phalanx_api, namespace
+    op = OperatorProcess(
+        cluster.kubeconfig, tmp_path, extra_args=("--start-timeout-seconds", "5")
+    ).start()
+    try:
+        _create_group(custom, ns, pod_group("late", 2))
+        cluster.core.create_namespaced_pod(ns, gang_pod("late-0", "late", 8))
+        stuck = gang_pod("late-1", "late", 8)
+        stuck["metadata"]["annotations"][STUCK_ANNOTATION] = "ImagePullBackOff"
+        cluster.core.create_namespaced_pod(ns, stuck)
+        status = wait_for(
+            lambda: (s := group_status(custom, ns, "late")) and _evicted(s) and s,
+            timeout=60,
+            what="late evicted whole once late-1 had not started for 5 s",
+        )
+        mark = _evicted(status)
+        assert mark is not None and mark["reason"] == "MemberFailed", mark
+        assert mark["message"].startswith("late-1 not started "), mark
+        assert "after its bind (ImagePullBackOff), past the start timeout of 5s" in mark["message"]
+        assert status["memberFailures"] == 1
+        message = wait_for(
+            lambda: (
+                (c := _condition(group_status(custom, ns, "late"), "Scheduled", "WaitingForPods"))
+                and "no controller makes again" in c["message"]
+                and c["message"]
+            ),
+            timeout=60,
+            what="late to say its bare pods are gone for good",
+        )
+        assert message.startswith("0 of 2 pods exist; its eviction (MemberFailed) "), message
+    finally:
+        op.stop()

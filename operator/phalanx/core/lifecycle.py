@@ -179,6 +179,18 @@ class Disrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class NotStarted:
+    """The bound member of a running gang that has waited longest to start (its pod `Pending`
+    on its node): its name, the kubelet's reason (`ImagePullBackOff`, …, or "" while it is
+    being created) and when it was bound. The rest of the gang is bound too and waits at its
+    rendezvous, every GPU of it held (`LifecyclePolicy.start_timeout`)."""
+
+    pod: str
+    reason: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
     """The operator's settings the lifecycle depends on.
 
@@ -186,7 +198,10 @@ class LifecyclePolicy:
     k-th `MemberFailed` eviction: min(`backoff_max`, `backoff_base` × 2^(k−1)) seconds, so a gang
     that keeps crashing costs its controller and the API server less and less. An eviction whose
     members are still bound and not terminating `eviction_retry` seconds after it was marked is
-    issued again (an eviction refused or lost, e.g. across a crash).
+    issued again (an eviction refused or lost, e.g. across a crash). `start_timeout`: a running
+    gang one of whose bound members has not started that many seconds after its bind is
+    evicted whole as a member failure (0: never), as Kueue's `waitForPodsReady` does: an image
+    that cannot be pulled otherwise holds the whole gang's GPUs for as long as nobody looks.
     """
 
     member_failure: MemberFailure = MemberFailure.EVICT
@@ -194,6 +209,7 @@ class LifecyclePolicy:
     backoff_base: float = 10.0
     backoff_max: float = 600.0
     eviction_retry: float = 60.0
+    start_timeout: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +242,7 @@ class GangFacts:
     member_failure: MemberFailure | None = None
     member_failures: int = 0
     disrupted: Disrupted | None = None
+    not_started: NotStarted | None = None
     time_limit: float | None = None
     schedule_timeout: float | None = None
     record: Record = Record.NONE
@@ -407,6 +424,21 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
             evicting=True,
             need=need,
             member_failures=failures,
+        )
+    stuck = facts.not_started
+    evicts = (facts.member_failure or policy.member_failure) is MemberFailure.EVICT
+    if whole and ran and evicts and stuck and 0 < policy.start_timeout <= now - stuck.since:
+        return LifecycleDecision(
+            Phase.RUNNING,
+            Action.EVICT,
+            EvictionReason.MEMBER_FAILED,
+            f"{stuck.pod} not started {format_duration(now - stuck.since)} after its bind"
+            + (f" ({stuck.reason})" if stuck.reason else "")
+            + f", past the start timeout of {format_duration(policy.start_timeout)}; evicting "
+            "the gang whole so that it restarts whole",
+            evicting=True,
+            need=need,
+            member_failures=failures + 1,
         )
     if whole:
         # With nothing live (enough succeeded, but the owner has not said it is done, or more

@@ -19,6 +19,7 @@ from phalanx.core.lifecycle import (
     LifecyclePolicy,
     MemberFailure,
     MemberState,
+    NotStarted,
     OwnerState,
     Phase,
     Record,
@@ -667,3 +668,38 @@ def test_a_failed_workload_is_quoted_in_the_gangs_failure() -> None:
     )
     plain = decide(facts("F", min_member=2, owner=OwnerState.FAILED), POLICY, NOW)
     assert plain.message == "its workload reports Failed"
+
+
+START = LifecyclePolicy(start_timeout=300.0)
+
+
+@pytest.mark.parametrize(
+    ("now", "policy", "member_failure", "action"),
+    [
+        (1100.0, START, None, Action.EVICT),  # bound at 790: 310 s, past 300
+        (1080.0, START, None, Action.RUN),  # 290 s: not yet
+        (1100.0, POLICY, None, Action.RUN),  # no start timeout (the default)
+        (1100.0, START, MemberFailure.KEEP, Action.RUN),  # an elastic gang keeps its members
+    ],
+)
+def test_a_member_that_never_starts_evicts_its_gang_after_the_start_timeout(
+    now: float, policy: LifecyclePolicy, member_failure: MemberFailure | None, action: Action
+) -> None:
+    """g-1 was bound at t=790 and waits `ImagePullBackOff`; the others are bound and hold their
+    GPUs. With a start timeout of 300 s, at t=1100 (310 s) the gang is evicted whole as a member
+    failure of its own (the count goes 1 → 2, so it backs off)."""
+    f = facts(
+        "RRRB",
+        recorded_phase="Running",
+        member_failures=1,
+        member_failure=member_failure,
+        not_started=NotStarted("g-1", "ImagePullBackOff", 790.0),
+    )
+    d = decide(f, policy, now)
+    assert (d.phase, d.action) == (Phase.RUNNING, action), d.message
+    if action is Action.EVICT:
+        assert d.reason == "MemberFailed" and d.member_failures == 2
+        assert d.message == (
+            "g-1 not started 5m10s after its bind (ImagePullBackOff), past the start timeout "
+            "of 5m; evicting the gang whole so that it restarts whole"
+        )

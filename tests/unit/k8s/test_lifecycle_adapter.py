@@ -212,6 +212,24 @@ def test_a_member_restarting_in_a_loop_is_not_running_either() -> None:
     ), said
 
 
+def test_with_a_start_timeout_a_gang_whose_member_never_starts_is_evicted_whole() -> None:
+    """`--start-timeout-seconds 5`: b was bound at t=990 and waits `ImagePullBackOff`; at
+    t=1000 the gang is evicted whole (`MemberFailed`, counted), the mark naming b. Without the
+    flag only `Started=False` says so."""
+    g = with_status(group("g", 2), phase="Running", scheduledAt="1970-01-01T00:16:30Z")
+    stuck = pulling("b", "ImagePullBackOff", 'Back-off pulling image "busybx"')
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), stuck], [g], start_timeout_seconds=5))
+    assert ("evicted", "MemberFailed") in api.calls, api.calls
+    (mark,) = [s for s in api.statuses if "memberFailures" in s]
+    (evicted,) = [c for c in mark["conditions"] if c["type"] == "Evicted"]
+    assert evicted["message"].startswith("b not started 10s after its bind (ImagePullBackOff)")
+    assert mark["memberFailures"] == 1
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), stuck], [g]))
+    assert ("evicted", "MemberFailed") not in api.calls
+
+
 def test_a_member_that_starts_at_last_turns_started_true() -> None:
     g = with_status(
         group("g", 2),

@@ -155,9 +155,16 @@ def started_condition(gang: Gang, now: float) -> dict[str, Any] | None:
         why = f"not started {format_duration(NOT_STARTED_AFTER_S)} after its bind" + (
             f" ({message})" if message else ""
         )
+    rest = len(bound) - len(stuck)
+    holding = (
+        f"the other {rest} hold their GPUs meanwhile"
+        if rest > 1
+        else "the other holds its GPUs meanwhile"
+        if rest
+        else "they hold their GPUs meanwhile"
+    )
     text = (
-        f"{len(stuck)} of {len(bound)} bound members not running: {name} {why}{others}; the "
-        "others hold their GPUs meanwhile"
+        f"{len(stuck)} of {len(bound)} bound members not running: {name} {why}{others}; {holding}"
     )
     return condition(gang.status, "Started", "False", reason, text, now)
 

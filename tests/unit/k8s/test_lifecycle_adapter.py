@@ -178,8 +178,16 @@ def test_a_running_gang_says_which_bound_member_cannot_start() -> None:
     assert (said["status"], said["reason"]) == ("False", "ImagePullBackOff")
     assert said["message"] == (
         '1 of 2 bound members not running: b ImagePullBackOff: Back-off pulling image "busybx"; '
-        "the others hold their GPUs meanwhile"
+        "the other holds its GPUs meanwhile"
     )
+    api = FakeApi()
+    both = [pulling("a", "ErrImagePull"), pulling("b", "ErrImagePull")]
+    cycle(scheduler(api, both, [g]))
+    said = started_of(api)
+    assert said is not None and said["message"] == (
+        "2 of 2 bound members not running: a ErrImagePull (and 1 more); they hold their GPUs "
+        "meanwhile"
+    ), said
     api = FakeApi()
     cycle(scheduler(api, [running("a", "g", "n1"), pulling("b", "ContainerCreating")], [g]))
     assert started_of(api) is None, "on its way"

@@ -6,6 +6,7 @@ Typer gives typed subcommands, help and completion for free; every user-caused f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Annotated, Any
@@ -646,7 +647,7 @@ def explain_view(
 
     from phalanx.inspection import render
     from phalanx.inspection.fetch import Reader
-    from phalanx.inspection.rows import explanation, split_name
+    from phalanx.inspection.rows import explanation, recent_events, split_name
 
     # Before connecting: a malformed name is the user's to fix whatever the cluster holds.
     given_ns, name = split_name(podgroup, namespace)
@@ -658,6 +659,12 @@ def explain_view(
         queues = None
     now = datetime.now(UTC)
     found = explanation(obj, now, queues)
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    try:  # its history; a user who may not list Events still gets the rest
+        events = reader.events(found.namespace, uid) if uid else []
+    except ViewError:
+        events = []
+    found = dataclasses.replace(found, events=recent_events(events))
     if output is not Output.TABLE:
         print(dump(found.to_json(), output))
     else:

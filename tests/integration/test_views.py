@@ -175,6 +175,17 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
 
     submit(cluster, custom, ns, "short", 2, LENDER, 300)
     wait_bound_whole(cluster, ns, "short", 2)
+    # -- phalanx explain lists the gang's Events: its bind --------------------------------------
+    bound = wait_for(
+        lambda: [
+            e
+            for e in phalanx_json(cluster, "explain", "short", "-n", ns)["events"]
+            if e["reason"] in ("Scheduled", "Backfilled")
+        ],
+        timeout=30,
+        what="`phalanx explain short` to list the Event of its bind",
+    )
+    assert bound[-1]["type"] == "Normal" and bound[-1]["message"].startswith("bound 2 pods"), bound
 
     # The operator refreshes figures that only drift (free GPUs, positions) every few seconds:
     # wait until every view shows the settled situation, then check each figure exactly.

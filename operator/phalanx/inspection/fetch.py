@@ -154,6 +154,23 @@ class Reader:
             "list Queues", custom.list_cluster_custom_object, GROUP, VERSION, "queues"
         )
 
+    def events(self, namespace: str, uid: str) -> list[dict[str, Any]]:
+        """The Events about the object of `uid` (what `kubectl describe` lists at its end)."""
+        import json
+
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+
+        def listed(namespace: str, **kw: Any) -> dict[str, Any]:
+            raw: Any = core.list_namespaced_event(  # the raw response: its JSON, not models
+                namespace, field_selector=f"involvedObject.uid={uid}", _preload_content=False, **kw
+            )
+            body: dict[str, Any] = json.loads(raw.data)
+            return body
+
+        return self._list(f"list Events in namespace {namespace}", listed, namespace)
+
     def podgroup(self, namespace: str, name: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
 

@@ -141,6 +141,10 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
         out.append("What would let it start\n", style="bold")
         for hint in e.would_start:
             out.append(f"  - {hint}\n")
+    if e.events:
+        out.append(f"Events (the last {len(e.events)})\n", style="bold")
+        for event in e.events:
+            out.append(f"  {event.text(now)}\n")
     out.rstrip()
     return out
 

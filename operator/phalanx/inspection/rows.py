@@ -366,6 +366,8 @@ class Explanation:
     not_started: str | None = None
     """Bound members of a running gang that do not start (its `Started=False` condition):
     "ImagePullBackOff: 1 of 4 bound members not running: …"."""
+    events: tuple[EventLine, ...] = ()
+    """Its last Events (`recent_events`), when the user may list them."""
 
     def to_json(self) -> dict[str, Any]:
         """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
@@ -385,6 +387,7 @@ class Explanation:
             "degraded": self.degraded,
             "finished": self.finished,
             "notStarted": self.not_started,
+            "events": [e.to_json() for e in self.events],
         }
 
 
@@ -638,6 +641,60 @@ DETAIL_ORDER = (
 def _ordered(detail: Mapping[str, Any]) -> dict[str, Any]:
     rank = {k: i for i, k in enumerate(DETAIL_ORDER)}
     return {k: detail[k] for k in sorted(detail, key=lambda k: (rank.get(k, len(rank)), k))}
+
+
+EVENTS_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class EventLine:
+    """One Event about the gang, as `explain` lists it: the last `EVENTS_SHOWN`, oldest first."""
+
+    type: str
+    reason: str
+    message: str
+    count: int
+    last: datetime | None
+
+    def text(self, now: datetime) -> str:
+        ago = f"{format_duration((now - self.last).total_seconds())} ago" if self.last else "-"
+        times = f" (×{self.count})" if self.count > 1 else ""
+        return f"{ago:>9}  {self.type:<7} {self.reason}: {self.message}{times}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "reason": self.reason,
+            "message": self.message,
+            "count": self.count,
+            "last": self.last.isoformat().replace("+00:00", "Z") if self.last else None,
+        }
+
+
+def recent_events(events: Iterable[Obj]) -> tuple[EventLine, ...]:
+    """The gang's history as its Events tell it, which its conditions (the latest of each kind)
+    do not: each bind, eviction and wait in turn. Events expire (an hour by default), so this
+    is the recent history only."""
+    lines = []
+    for e in events:
+        last = parse_time(
+            _str(e.get("lastTimestamp"))
+            or _str(e.get("eventTime"))
+            or _str(e.get("firstTimestamp"))
+        )
+        series = _dict(e.get("series"))
+        count = _int(series.get("count")) or _int(e.get("count")) or 1
+        lines.append(
+            EventLine(
+                _str(e.get("type")) or "",
+                _str(e.get("reason")) or "",
+                _str(e.get("message")) or "",
+                count,
+                last,
+            )
+        )
+    lines.sort(key=lambda line: (line.last is None, line.last or datetime.min))
+    return tuple(lines[-EVENTS_SHOWN:])
 
 
 def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) -> Explanation:

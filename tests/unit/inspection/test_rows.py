@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from datetime import timedelta
@@ -672,3 +673,49 @@ def test_explain_of_a_running_gang_names_the_member_that_cannot_start() -> None:
     assert "Started   ImagePullBackOff: 1 of 2 bound members not running: b" in text, text
     obj["status"]["phase"] = "Succeeded"
     assert explanation(obj, NOW).not_started is None
+
+
+def test_explain_lists_the_gangs_last_events_oldest_first() -> None:
+    """Seven Events (one repeated 3 times, one new-style with `eventTime` and `series`): the
+    last five by time, oldest first, each with its age and count."""
+    from datetime import timedelta
+
+    from phalanx.inspection.rows import recent_events
+
+    def at(minutes: int) -> str:
+        return (NOW - timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+
+    events = [
+        {"type": "Normal", "reason": f"R{m}", "message": f"m{m}", "lastTimestamp": at(m)}
+        for m in (50, 40, 30, 20)
+    ]
+    events.append(
+        {
+            "type": "Warning",
+            "reason": "MemberFailed",
+            "message": "gang evicted",
+            "lastTimestamp": at(3),
+            "count": 3,
+        }
+    )
+    events.append(
+        {
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": "bound 4 pods",
+            "eventTime": at(1),
+            "series": {"count": 2},
+        }
+    )
+    events.append({"type": "Normal", "reason": "R60", "message": "m60", "lastTimestamp": at(60)})
+    lines = recent_events(events)
+    assert [e.reason for e in lines] == ["R40", "R30", "R20", "MemberFailed", "Scheduled"]
+    assert lines[3].text(NOW) == "   3m ago  Warning MemberFailed: gang evicted (×3)"
+    assert lines[4].to_json()["count"] == 2
+    obj = _evicted_early(members=2, bound=2)
+    out = dataclasses.replace(explanation(obj, NOW), events=lines)
+    text = render.explanation_text(out, NOW).plain
+    assert (
+        "Events (the last 5)\n" in text and "1m ago  Normal  Scheduled: bound 4 pods (×2)" in text
+    )
+    assert [e["reason"] for e in out.to_json()["events"]] == [e.reason for e in lines]

@@ -337,3 +337,73 @@ def test_a_queues_status_follows_its_gangs_out_and_a_queue_made_again_gets_one(
         assert ready["status"] == "True", ready
     finally:
         custom.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
+
+
+def test_a_drained_jobs_gang_keeps_its_capacity_while_its_job_makes_its_pods_again(
+    cluster: Cluster, phalanx_api: Any, ns: str, two_queues: tuple[str, str]
+) -> None:
+    """Team A's Job gang (4 × 8 GPUs) loses a member to a drain and is evicted whole; for the
+    Job controller's back-off (10 s) it has no pods. Team B, borrowing 32 GPUs of team A's
+    guarantee, has a gang of 4 × 8 GPUs waiting for exactly that room. Walked before: the
+    waiting gang was bound onto the freed nodes and reclaimed seconds later, when A's pods came
+    back — its bare pods deleted for good. Now A's gang is planned from its Job's template
+    meanwhile and, its queue owed its share, holds its capacity: B's gang is never bound nor
+    evicted, and A runs again."""
+    custom = phalanx_api
+    team_a, team_b = two_queues
+    custom.create_namespaced_custom_object(
+        "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("a", 4, queue=team_a)
+    )
+    cluster.batch.create_namespaced_job(ns, gang_job("a", "a", 4, 8))
+    wait_bound_whole(cluster, ns, "a", 4)
+
+    def gang(name: str) -> None:
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(name, 4, queue=team_b)
+        )
+        for i in range(4):
+            cluster.core.create_namespaced_pod(ns, gang_pod(f"{name}-{i}", name, 8))
+
+    for name in ("b0", "b1", "b2"):
+        gang(name)
+        wait_bound_whole(cluster, ns, name, 4)
+    gang("bwait")
+    wait_for(
+        lambda: (
+            (_condition(group_status(custom, ns, "bwait"), "Scheduled") or {}).get("reason")
+            == "InsufficientCapacity"
+        ),
+        timeout=30,
+        what="bwait to wait for capacity (the cluster is full)",
+    )
+    first = sorted(nodes_of(cluster, ns, "a"))
+    cluster.core.create_namespaced_pod_eviction(
+        first[0], ns, {"metadata": {"name": first[0], "namespace": ns}}
+    )
+    wait_for(
+        lambda: (
+            (_evicted := _condition(group_status(custom, ns, "a"), "Evicted"))
+            and _evicted["status"] == "True"
+            and _evicted["reason"] == "MemberFailed"
+        ),
+        timeout=30,
+        what="a evicted whole after its member's drain",
+    )
+    wait_for(
+        lambda: (
+            group_status(custom, ns, "a").get("phase") == "Running"
+            and not set(first) & set(nodes_of(cluster, ns, "a"))
+        ),
+        timeout=90,
+        what="a Running again on new pods (after the Job's back-off)",
+    )
+
+    def evicted(name: str) -> bool:
+        mark = _condition(group_status(custom, ns, name), "Evicted")
+        return mark is not None and mark["status"] == "True"
+
+    bwait = group_status(custom, ns, "bwait")
+    assert bwait.get("bound") == 0 and not evicted("bwait"), bwait
+    left = cluster.core.list_namespaced_pod(ns, label_selector="phalanx.dev/pod-group=bwait")
+    assert len([p for p in left.items if p.metadata.deletion_timestamp is None]) == 4, "kept"
+    assert not [name for name in ("b0", "b1", "b2") if evicted(name)], "team B kept running"

@@ -712,6 +712,7 @@ class Walk:
         if w.waiting_for_pods:
             eta: float | None = None
             ending = 0
+            held_now: bool | None = None  # fits now: whether its capacity is held for it
             if w.phantom and w.shapes and self._may_plan(w):
                 # Its reservation, as any waiting gang's: now if the stand-ins fit now (it is
                 # due: the grace starts), else the earliest start of the plan.
@@ -722,7 +723,7 @@ class Walk:
                     self.c.depth_used += 1
                     if binding:
                         self.hold(w, now_fit.assignment, now)
-                    eta = now
+                    eta, held_now = now, binding
                 else:
                     plan = self.plan(w)
                     if plan is not None:
@@ -739,8 +740,11 @@ class Walk:
                 note += "; " + bare_evicted_phrase(
                     lost.pods, lost.failed, lost.reason, now - lost.since
                 )
-            message = f"{have} of {w.gang.min_member} pods exist{note}" + eta_phrase(
-                eta, now, ending
+            message = f"{have} of {w.gang.min_member} pods exist{note}" + (
+                eta_phrase(eta, now, ending)
+                if held_now is None
+                else "; it fits now and starts once they exist"
+                + (", its capacity held for it" if held_now else "")
             )
             due = w.gang.due_since
             if w.gang.min_resources is not None and not w.phantom and due is not None:

@@ -476,7 +476,7 @@ def build_view(
                 time_limit=limit,
                 min_resources=dict(gang.group.min_resources)
                 if gang.group and gang.group.min_resources is not None
-                else None,
+                else _restart_resources(job, facts.evicted, decision.need, len(live)),
                 not_before=decision.not_before,
                 priority_class=_priority_class(gang),
                 invalid=problem_in_spec,
@@ -689,6 +689,27 @@ JOB_BACKOFF_S = 10.0
 JOB_BACKOFF_MAX_S = 600.0
 """Its cap (`MaxJobPodFailureBackOff`): the back-off doubles for each failure since the last
 success, at most this, counted from the last failure."""
+
+
+def _restart_resources(
+    job: JobRec | None, evicted: EvictedMark | None, need: int, have: int
+) -> dict[str, int] | None:
+    """What a Job's gang, evicted whole for a member failure (a drain among them), holds while
+    its Job makes its pods again: `need` pods of its template (its `minResources`, as if written
+    by hand, so it is planned and may hold a reservation where the rules let it, PRODUCT.md §4).
+    Walked: a drained node's Job gang of 4 × 8 GPUs was away 10 s (the Job's back-off); another
+    queue's bare gang of 56 GPUs was backfilled onto its nodes meanwhile, and reclaimed 9 s
+    later by the gang's queue, owed its share: 8 pods deleted, that nothing makes again."""
+    if (
+        job is None
+        or job.pod_requests is None
+        or job.state != "Active"
+        or evicted is None
+        or evicted.reason != EvictionReason.MEMBER_FAILED
+        or have >= need
+    ):
+        return None
+    return {name: amount * need for name, amount in job.pod_requests.items()}
 
 
 def _job_backoff(job: JobRec | None, evicted: EvictedMark | None = None) -> str:

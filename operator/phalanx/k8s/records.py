@@ -167,6 +167,9 @@ class JobRec:
     """The Job controller runs it (`spec.managedBy` unset or its own): suspending it works."""
     started: float | None = None
     """`status.startTime`: what its `activeDeadlineSeconds` counts from (`job_deadline.py`)."""
+    pod_requests: Mapping[str, int] | None = None
+    """What each of its pods requests, from its pod template (None if unreadable): what its
+    gang holds while the Job makes its pods again (`cluster_view._restart_resources`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +436,11 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
     meta, status = body.get("metadata", {}), body.get("status", {})
     spec = body.get("spec") or {}
     state = job_state(status)
+    try:
+        template = ((spec.get("template") or {}).get("spec")) or {}
+        requests: dict[str, int] | None = pod_requests(template)
+    except (QuantityError, KeyError, AttributeError, TypeError):
+        requests = None
     return JobRec(
         meta.get("namespace", ""),
         meta.get("name", ""),
@@ -445,6 +453,7 @@ def job_record(body: Mapping[str, Any]) -> JobRec:
         suspended_for=(meta.get("annotations") or {}).get(SUSPENDED_FOR),
         job_controller=spec.get("managedBy") in (None, "kubernetes.io/job-controller"),
         started=parse_time(status.get("startTime")),
+        pod_requests=requests,
     )
 
 

@@ -414,8 +414,9 @@ def test_a_hand_written_podgroups_wait_names_its_jobs_back_off_too() -> None:
 def test_a_drained_jobs_wait_names_the_back_off_its_status_does_not_show() -> None:
     """A Job whose podFailurePolicy ignored its drained member has no failure in its status,
     but its controller backs off for that member all the same: the gang, evicted whole for it
-    (`MemberFailed`), says so while it waits. Without the mark, or with the Job suspended (our
-    eviction still under way), there is nothing to say about a back-off."""
+    (`MemberFailed`), says so while it waits, planned from its Job's pod template meanwhile
+    (`_restart_resources`). Without the mark, or with the Job suspended (our eviction still
+    under way), there is nothing to say about a back-off."""
     evicted = {
         "type": "Evicted",
         "status": "True",
@@ -432,7 +433,8 @@ def test_a_drained_jobs_wait_names_the_back_off_its_status_does_not_show() -> No
     assert last_waiting_message(run([], [group], [body])) == (
         "0 of 2 pods exist; its Job train makes pods again only after its back-off, which counts "
         "the pods its podFailurePolicy ignores though its status shows none: 10s doubled per pod "
-        "failed or evicted since its last success, at most 10m, after the last"
+        "failed or evicted since its last success, at most 10m, after the last; it fits now "
+        "and starts once they exist, its capacity held for it"
     )
     reclaimed = {
         **group,
@@ -576,3 +578,54 @@ def test_a_degraded_gang_that_runs_on_says_why_in_its_conditions_and_when_it_is_
     evicted = [c for s in again.statuses for c in s.get("conditions", []) if c["type"] == "Evicted"]
     assert [(c["status"], c["reason"]) for c in evicted] == [("False", "Running")], evicted
     assert evicted[0]["message"].startswith("whole again"), evicted
+
+
+def test_a_jobs_gang_evicted_for_a_member_failure_is_planned_from_its_template() -> None:
+    """While its Job makes its pods again, a gang evicted whole for a member failure (a drain
+    among them) is planned as `need` pods of its Job's template — 2 × (4 GPUs, 8 CPUs, 1 pod)
+    — so that it is planned and may hold its capacity; evicted for anything else, or with its
+    pods back, it has no stand-in resources."""
+    from phalanx.k8s.cluster_view import build_view
+
+    def pending(reason: str, pods: list[dict[str, Any]]) -> Any:
+        group = {
+            "metadata": {"name": "train", "namespace": "ns", "uid": "g-train"},
+            "spec": {"minMember": 2},
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "Evicted",
+                        "status": "True",
+                        "reason": reason,
+                        "lastTransitionTime": "1970-01-01T00:16:00Z",
+                    }
+                ],
+            },
+        }
+        body = job(2)
+        container = {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "4", "cpu": "8"}}}
+        body["spec"]["template"] = {
+            "metadata": {"labels": {"phalanx.dev/pod-group": "train"}},
+            "spec": {"containers": [container]},
+        }
+        view = build_view(
+            nodes=[node_record(node("n1"))],
+            pods=[pod_record(p) for p in pods],
+            groups=[group_record(group)],
+            queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
+            priority_classes={},
+            scheduler_name="phalanx",
+            assumed={},
+            usage={},
+            half_life=3600,
+            now=1000.0,
+            jobs={"job-uid": job_record(body)},
+        )
+        (gang,) = view.snapshot.pending
+        return gang.min_resources
+
+    assert pending("MemberFailed", []) == {"nvidia.com/gpu": 8, "cpu": 16_000, "pods": 2}
+    assert pending("Reclaimed", []) is None
+    back = [pod(n, group="train", gpus=4) for n in ("a", "b")]
+    assert pending("MemberFailed", back) is None

@@ -248,8 +248,11 @@ def running_status(
     gang: Gang, assumed: Mapping[str, str], phase: str = "Running"
 ) -> dict[str, Any]:
     """Counts and phase of a bound (or finished) gang; conditions and placement are kept as
-    written at bind."""
-    return {"phase": str(phase), **pod_counts(gang, assumed)}
+    written at bind. A `phantomDueAt` left from its wait for its pods is removed: a gang bound
+    in the cycle its pods appeared never had a pending status written without it, and a Job's
+    gang evicted again days later (planned from its template meanwhile) read as past its grace,
+    holding nothing."""
+    return {"phase": str(phase), **pod_counts(gang, assumed), "phantomDueAt": None}
 
 
 def evicted_mark(

@@ -252,6 +252,23 @@ def test_a_member_that_starts_at_last_turns_started_true() -> None:
     assert said["message"] == "2 bound members running"
 
 
+def test_a_running_gang_drops_the_phantom_due_time_of_its_wait_for_pods() -> None:
+    """Bound in the cycle its pods appeared, a gang never had a pending status written without
+    `phantomDueAt`; left there, its next wait for pods (a Job's gang evicted again days later)
+    would read as past its grace. Running, it is removed."""
+    g = with_status(
+        group("g", 2),
+        phase="Running",
+        scheduledAt="1970-01-01T00:16:30Z",
+        phantomDueAt="1970-01-01T00:16:00Z",
+    )
+    api = FakeApi()
+    cycle(scheduler(api, [running("a", "g", "n1"), running("b", "g", "n1")], [g]))
+    assert any("phantomDueAt" in s and s["phantomDueAt"] is None for s in api.statuses), (
+        api.statuses
+    )
+
+
 def test_member_failure_keep_writes_degraded_and_evicts_nothing() -> None:
     api = FakeApi()
     pods = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]

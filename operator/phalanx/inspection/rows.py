@@ -675,7 +675,7 @@ def recent_events(events: Iterable[Obj]) -> tuple[EventLine, ...]:
     """The gang's history as its Events tell it, which its conditions (the latest of each kind)
     do not: each bind, eviction and wait in turn. Events expire (an hour by default), so this
     is the recent history only."""
-    lines = []
+    lines: list[tuple[datetime | None, int, EventLine]] = []
     for e in events:
         last = parse_time(
             _str(e.get("lastTimestamp"))
@@ -684,17 +684,18 @@ def recent_events(events: Iterable[Obj]) -> tuple[EventLine, ...]:
         )
         series = _dict(e.get("series"))
         count = _int(series.get("count")) or _int(e.get("count")) or 1
-        lines.append(
-            EventLine(
-                _str(e.get("type")) or "",
-                _str(e.get("reason")) or "",
-                _str(e.get("message")) or "",
-                count,
-                last,
-            )
+        # Times are to the second: within one, the order the API server stored them in.
+        version = _str(_dict(e.get("metadata")).get("resourceVersion")) or ""
+        line = EventLine(
+            _str(e.get("type")) or "",
+            _str(e.get("reason")) or "",
+            _str(e.get("message")) or "",
+            count,
+            last,
         )
-    lines.sort(key=lambda line: (line.last is None, line.last or datetime.min))
-    return tuple(lines[-EVENTS_SHOWN:])
+        lines.append((last, int(version) if version.isdigit() else 0, line))
+    lines.sort(key=lambda t: (t[0] is not None, t[0] or datetime.min, t[1]))
+    return tuple(line for _, _, line in lines[-EVENTS_SHOWN:])
 
 
 def explanation(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) -> Explanation:

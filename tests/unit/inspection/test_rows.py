@@ -710,6 +710,17 @@ def test_explain_lists_the_gangs_last_events_oldest_first() -> None:
     events.append({"type": "Normal", "reason": "R60", "message": "m60", "lastTimestamp": at(60)})
     lines = recent_events(events)
     assert [e.reason for e in lines] == ["R40", "R30", "R20", "MemberFailed", "Scheduled"]
+    # Within one second, in the order the API server stored them (walked: a wait listed before
+    # the eviction that caused it).
+    same = [
+        {
+            "reason": "WaitingForPods",
+            "lastTimestamp": at(1),
+            "metadata": {"resourceVersion": "912"},
+        },
+        {"reason": "MemberFailed", "lastTimestamp": at(1), "metadata": {"resourceVersion": "907"}},
+    ]
+    assert [e.reason for e in recent_events(same)] == ["MemberFailed", "WaitingForPods"]
     assert lines[3].text(NOW) == "   3m ago  Warning MemberFailed: gang evicted (×3)"
     assert lines[4].to_json()["count"] == 2
     obj = _evicted_early(members=2, bound=2)

@@ -193,6 +193,18 @@ def wait_evicted(custom: Any, ns: str, group: str, reason: str, why: str) -> dic
     return status
 
 
+def wait_message(custom: Any, ns: str, group: str, text: str, *, timeout: float, what: str) -> str:
+    """`group`'s `Scheduled` message once it contains `text`."""
+
+    def said() -> str | None:
+        c = scheduled(group_status(custom, ns, group))
+        message = str(c.get("message", "")) if c else ""
+        return message if text in message else None
+
+    found: str = wait_for(said, timeout=timeout, what=what)
+    return found
+
+
 def wait_cycles(op: OperatorProcess, cycles: int) -> None:
     start = _cycles(op)
     wait_for(
@@ -483,13 +495,13 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
     first = run_job(cluster, custom, ns, body)
     cluster.core.delete_namespaced_pod(first[0].metadata.name, ns)
 
-    def backing_off() -> str | None:
-        c = scheduled(group_status(custom, ns, "job-retry"))
-        message = str(c.get("message", "")) if c else ""
-        return message if "the Job controller makes pods again" in message else None
-
-    message = wait_for(
-        backing_off, timeout=60, what="job-retry's WaitingForPods to name the Job's back-off"
+    message = wait_message(
+        custom,
+        ns,
+        "job-retry",
+        "the Job controller makes pods again",
+        timeout=60,
+        what="job-retry's WaitingForPods to name the Job's back-off",
     )
     assert "its Job retry has " in message and "failed pod" in message, message
     assert "after its back-off, up to " in message, message
@@ -534,13 +546,11 @@ def test_a_drained_jobs_gang_is_no_failure_of_its_own_and_names_the_jobs_hidden_
     ), mark
     assert mark["message"].endswith("(no failure of its own: memberFailures stays 0)"), mark
 
-    def backing_off() -> str | None:
-        c = scheduled(group_status(custom, ns, "job-drained"))
-        message = str(c.get("message", "")) if c else ""
-        return message if "makes pods again only after its back-off" in message else None
-
-    message = wait_for(
-        backing_off,
+    message = wait_message(
+        custom,
+        ns,
+        "job-drained",
+        "makes pods again only after its back-off",
         timeout=30,
         what="job-drained's WaitingForPods to name the Job's back-off for the ignored pod",
     )

@@ -14,7 +14,7 @@ from phalanx.k8s.cluster_view import Workloads
 from phalanx.k8s.records import group_record, job_record, node_record, pod_record, queue_record
 from phalanx.k8s.scheduler import Records, Scheduler
 from phalanx.k8s.workload_records import workload_record
-from tests.unit.k8s.test_records_and_view import node, pod
+from tests.unit.k8s.test_records_and_view import node, pod, view
 from tests.unit.k8s.test_scheduler_loop import FakeApi
 
 JOB_REF = {
@@ -585,7 +585,6 @@ def test_a_jobs_gang_evicted_for_a_member_failure_is_planned_from_its_template()
     among them) is planned as `need` pods of its Job's template — 2 × (4 GPUs, 8 CPUs, 1 pod)
     — so that it is planned and may hold its capacity; evicted for anything else, or with its
     pods back, it has no stand-in resources."""
-    from phalanx.k8s.cluster_view import build_view
 
     def pending(reason: str, pods: list[dict[str, Any]]) -> Any:
         group = {
@@ -609,20 +608,9 @@ def test_a_jobs_gang_evicted_for_a_member_failure_is_planned_from_its_template()
             "metadata": {"labels": {"phalanx.dev/pod-group": "train"}},
             "spec": {"containers": [container]},
         }
-        view = build_view(
-            nodes=[node_record(node("n1"))],
-            pods=[pod_record(p) for p in pods],
-            groups=[group_record(group)],
-            queues=[queue_record({"metadata": {"name": "default"}, "spec": {}})],
-            priority_classes={},
-            scheduler_name="phalanx",
-            assumed={},
-            usage={},
-            half_life=3600,
-            now=1000.0,
-            jobs={"job-uid": job_record(body)},
-        )
-        (gang,) = view.snapshot.pending
+        (gang,) = view(
+            [node("n1")], pods, [group], jobs={"job-uid": job_record(body)}
+        ).snapshot.pending
         return gang.min_resources
 
     assert pending("MemberFailed", []) == {"nvidia.com/gpu": 8, "cpu": 16_000, "pods": 2}

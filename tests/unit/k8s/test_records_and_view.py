@@ -58,8 +58,12 @@ def group(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
 
 
 def view(
-    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]]
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
+    **more: Any,
 ) -> Any:
+    """`build_view` at t=1000 with queue `default`; `more`: its other inputs (`jobs`, …)."""
     return build_view(
         nodes=[node_record(n) for n in nodes],
         pods=[pod_record(p) for p in pods],
@@ -71,6 +75,7 @@ def view(
         usage={},
         half_life=3600,
         now=1000.0,
+        **more,
     )
 
 

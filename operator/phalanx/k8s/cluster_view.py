@@ -329,7 +329,8 @@ def build_view(
             continue
         (gang.finished if pod.terminal else gang.pods).append(pod)
 
-    present = {p.uid for p in pods}
+    gone = list(gone)
+    present = {p.uid for p in pods} if gone else set()  # most cycles have none to look up
     for pod, at in gone:
         if pod.uid in present:
             continue

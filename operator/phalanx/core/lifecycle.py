@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from phalanx.core.reasons import EvictionReason, format_duration
+from phalanx.core.starting import NotStarted
 
 
 class Phase(enum.StrEnum):
@@ -176,18 +177,6 @@ class Disrupted:
     """Those no longer in the API: Failed, released and deleted before a cycle saw them (a
     Job's pod under kwok goes within milliseconds); they are among the members the message
     would otherwise count as deleted."""
-
-
-@dataclass(frozen=True, slots=True)
-class NotStarted:
-    """The bound member of a running gang that has waited longest to start (its pod `Pending`
-    on its node): its name, the kubelet's reason (`ImagePullBackOff`, …, or "" while it is
-    being created) and when it was bound. The rest of the gang is bound too and waits at its
-    rendezvous, every GPU of it held (`LifecyclePolicy.start_timeout`)."""
-
-    pod: str
-    reason: str
-    since: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,12 +416,20 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         )
     stuck = facts.not_started
     evicts = (facts.member_failure or policy.member_failure) is MemberFailure.EVICT
-    if whole and ran and evicts and stuck and 0 < policy.start_timeout <= now - stuck.since:
+    since = stuck.since if stuck is not None and not stuck.ran else None
+    if (
+        whole
+        and ran
+        and evicts
+        and stuck
+        and since is not None
+        and 0 < policy.start_timeout <= now - since
+    ):
         return LifecycleDecision(
             Phase.RUNNING,
             Action.EVICT,
             EvictionReason.MEMBER_FAILED,
-            f"{stuck.pod} not started {format_duration(now - stuck.since)} after its bind"
+            f"{stuck.pod} not started {format_duration(now - since)} after its bind"
             + (f" ({stuck.reason})" if stuck.reason else "")
             + f", past the start timeout of {format_duration(policy.start_timeout)}; evicting "
             "the gang whole so that it restarts whole",

@@ -51,7 +51,6 @@ from phalanx.core.lifecycle import (
     LifecyclePolicy,
     MemberFailure,
     MemberState,
-    NotStarted,
     OwnerState,
     Phase,
     Record,
@@ -61,6 +60,7 @@ from phalanx.core.lifecycle import (
     run_start,
 )
 from phalanx.core.reasons import EvictionReason, format_duration
+from phalanx.core.starting import BoundMember, not_running, timing_out
 from phalanx.k8s.records import (
     BudgetRec,
     GroupRec,
@@ -390,7 +390,11 @@ def build_view(
             member_failure=_member_failure(gang.group),
             member_failures=_int(gang.status.get("memberFailures")),
             disrupted=_disrupted(gang, states, scheduled_at),
-            not_started=_not_started(gang) if lifecycle.start_timeout > 0 else None,
+            not_started=(
+                timing_out(not_running(bound_members(gang), now))
+                if lifecycle.start_timeout > 0
+                else None
+            ),
             time_limit=limit,
             schedule_timeout=gang.group.schedule_timeout if gang.group else None,
             record=record,
@@ -650,14 +654,13 @@ def _disrupted(
     return Disrupted(len(failed), len(terminating), reason or gone[0], gone=len(gone))
 
 
-def _not_started(gang: Gang) -> NotStarted | None:
-    """Its bound member that has waited longest to start (`Pending` on its node), if any."""
-    waiting = [p for p in gang.pods if p.node_name and not p.deleting and p.phase == "Pending"]
-    if not waiting:
-        return None
-    first = min(waiting, key=lambda p: (p.bound_at if p.bound_at is not None else 0.0, p.name))
-    reason = first.waiting[0] if first.waiting else ""
-    return NotStarted(first.name, reason, first.bound_at or 0.0)
+def bound_members(gang: Gang) -> list[BoundMember]:
+    """Its bound, not terminating members as `core.starting` reads them."""
+    return [
+        BoundMember(p.name, p.phase, p.waiting, p.bound_at)
+        for p in gang.pods
+        if p.node_name and not p.deleting
+    ]
 
 
 def _member_state(

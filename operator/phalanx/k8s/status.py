@@ -14,7 +14,8 @@ from typing import Any
 
 from phalanx.core import GangDecision, Placement, QueueStatus
 from phalanx.core.reasons import format_duration
-from phalanx.k8s.cluster_view import Gang
+from phalanx.core.starting import NOT_STARTED_AFTER_S, STARTING, not_running, reported
+from phalanx.k8s.cluster_view import Gang, bound_members
 from phalanx.quantity import format_units
 
 OWNED_GROUP_FIELDS = (
@@ -111,49 +112,32 @@ def kept_condition(
     return None
 
 
-STARTING = frozenset({"", "ContainerCreating", "PodInitializing"})
-"""Waiting reasons of a bound pod on its way to running: said only after `NOT_STARTED_AFTER_S`."""
-NOT_STARTED_AFTER_S = 120.0
-"""How long a bound member may take to start before its gang says so whatever its reason: image
-pulls of multi-GB training images take a minute or more."""
-
-
 def started_condition(gang: Gang, now: float) -> dict[str, Any] | None:
-    """`Started=False` when bound members of a running gang are not running: a container that
-    waits with a reason other than starting (`ImagePullBackOff`, `ErrImagePull`,
-    `CreateContainerConfigError`, `CrashLoopBackOff` in a pod that restarts its containers),
-    or any not running `NOT_STARTED_AFTER_S` after its bind.
+    """`Started=False` when bound members of a running gang are not running, as
+    `core.starting.reported` decides (a container waiting with a reason other than starting,
+    such as `ImagePullBackOff`, `CreateContainerConfigError` or `CrashLoopBackOff` in a pod
+    that restarts its containers; any not running `NOT_STARTED_AFTER_S` after its bind).
     The others are bound and wait at their rendezvous holding every GPU of the gang, and the
     gang said `Running` (its counts "4 bound (3 running)" alone said anything was wrong): Kueue
     has `PodsReady` for this. `True` again, once all run, only after a `False`; None when
     there is nothing to write, which is every healthy gang."""
-    bound = [p for p in gang.pods if p.node_name and not p.deleting]
-    stuck: list[tuple[float, str, str, str]] = []
-    for p in bound:
-        if p.phase not in ("Pending", "Running"):
-            continue
-        reason, message = p.waiting or ("", "")
-        if p.phase == "Running" and reason in STARTING:
-            continue  # running (a container restarting in a loop says `CrashLoopBackOff`)
-        waited = now - p.bound_at if p.bound_at is not None else 0.0
-        if reason not in STARTING:
-            stuck.append((-waited, p.name, reason, message))
-        elif waited >= NOT_STARTED_AFTER_S:
-            stuck.append((-waited, p.name, "NotStarted", reason))
+    bound = bound_members(gang)
+    stuck = reported(not_running(bound, now), now)
     old = condition_of(gang.status, "Started")
     if not stuck:
         if old is None or old.get("status") != "False":
             return None
-        running = sum(1 for p in bound if p.phase == "Running")
+        running = sum(1 for m in bound if m.phase == "Running")
         return condition(
             gang.status, "Started", "True", "Running", f"{running} bound members running", now
         )
-    _, name, reason, message = min(stuck)
+    first = stuck[0]
+    reason = first.reason if first.reason not in STARTING else "NotStarted"
     others = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""
-    why = f"{reason}: {message}" if message else reason
-    if reason == "NotStarted":  # the message is the kubelet's reason, if any
+    why = f"{reason}: {first.message}" if first.message else reason
+    if reason == "NotStarted":  # the kubelet's reason, if any, in brackets
         why = f"not started {format_duration(NOT_STARTED_AFTER_S)} after its bind" + (
-            f" ({message})" if message else ""
+            f" ({first.reason})" if first.reason else ""
         )
     rest = len(bound) - len(stuck)
     holding = (
@@ -164,7 +148,8 @@ def started_condition(gang: Gang, now: float) -> dict[str, Any] | None:
         else "they hold their GPUs meanwhile"
     )
     text = (
-        f"{len(stuck)} of {len(bound)} bound members not running: {name} {why}{others}; {holding}"
+        f"{len(stuck)} of {len(bound)} bound members not running: {first.pod} {why}{others}; "
+        f"{holding}"
     )
     return condition(gang.status, "Started", "False", reason, text, now)
 

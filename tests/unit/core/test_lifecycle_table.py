@@ -19,7 +19,6 @@ from phalanx.core.lifecycle import (
     LifecyclePolicy,
     MemberFailure,
     MemberState,
-    NotStarted,
     OwnerState,
     Phase,
     Record,
@@ -28,6 +27,7 @@ from phalanx.core.lifecycle import (
     decide,
     member_lost,
 )
+from phalanx.core.starting import NotStarted
 
 LETTER = {
     "P": MemberState.PENDING,
@@ -703,3 +703,14 @@ def test_a_member_that_never_starts_evicts_its_gang_after_the_start_timeout(
             "g-1 not started 5m10s after its bind (ImagePullBackOff), past the start timeout "
             "of 5m; evicting the gang whole so that it restarts whole"
         )
+
+
+def test_the_start_timeout_counts_neither_a_member_that_ran_nor_an_unknown_bind_time() -> None:
+    """With a start timeout of 300 s, at t=1100: g-1 restarting in a loop since t=790 started
+    once (`ran`), and a member with no bind time cannot be timed; neither evicts the gang."""
+    for stuck in (
+        NotStarted("g-1", "CrashLoopBackOff", 790.0, ran=True),
+        NotStarted("g-1", "ImagePullBackOff", None),
+    ):
+        f = facts("RRRB", recorded_phase="Running", not_started=stuck)
+        assert decide(f, START, 1100.0).action is Action.RUN, stuck

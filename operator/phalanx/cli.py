@@ -342,6 +342,16 @@ def run(
             "0 (the default): never.",
         ),
     ] = 0.0,
+    member_failure_limit: Annotated[
+        int,
+        typer.Option(
+            envvar=_env("member-failure-limit"),
+            help="The eviction for a member failure that brings a gang's memberFailures to this "
+            "is its last: the gang ends Failed (MemberFailuresExceeded) and its workload with "
+            "it, instead of restarting again and again (a start timeout, which a Job does not "
+            "count against its backoffLimit); 0 (the default): no limit.",
+        ),
+    ] = 0,
     phantom_grace_seconds: Annotated[
         float,
         typer.Option(
@@ -416,6 +426,7 @@ def run(
         node_lost_seconds=node_lost_seconds,
         member_failure_backoff_max_seconds=member_failure_backoff_max_seconds,
         start_timeout_seconds=start_timeout_seconds,
+        member_failure_limit=member_failure_limit,
         phantom_grace_seconds=phantom_grace_seconds,
     )
     logging.basicConfig(

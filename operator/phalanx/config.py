@@ -74,6 +74,9 @@ class OperatorConfig(BaseModel):
     start_timeout_seconds: float = Field(default=0.0, ge=0, le=7 * 86_400)
     """A running gang one of whose bound members has not started this long after its bind is
     evicted whole as a member failure (an image that cannot be pulled); 0: never."""
+    member_failure_limit: int = Field(default=0, ge=0, le=1000)
+    """The `MemberFailed` eviction that brings a gang's `memberFailures` to this is its last:
+    the gang ends `Failed` (`MemberFailuresExceeded`) and its workload with it; 0: no limit."""
     phantom_grace_seconds: float = Field(default=600.0, ge=0, le=7 * 86_400)
     """How long a PodGroup with `minResources` and no pods keeps its reservation (and its share
     of its queue's demand) once the reservation comes due."""
@@ -217,6 +220,7 @@ class OperatorConfig(BaseModel):
             backoff_base=min(10.0, self.member_failure_backoff_max_seconds),
             backoff_max=self.member_failure_backoff_max_seconds,
             start_timeout=self.start_timeout_seconds,
+            member_failure_limit=self.member_failure_limit,
         )
 
 

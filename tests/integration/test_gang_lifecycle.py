@@ -520,3 +520,62 @@ def test_with_a_start_timeout_a_gang_whose_member_never_starts_is_evicted_whole(
         assert message.startswith("0 of 2 pods exist; its eviction (MemberFailed) "), message
     finally:
         op.stop()
+
+
+def test_with_a_member_failure_limit_a_job_that_never_starts_ends_failed_with_its_gang(
+    cluster: Cluster,
+    phalanx_api: Any,
+    namespace: str,
+    no_shared_operator: None,
+    tmp_path: Path,
+) -> None:
+    """`--start-timeout-seconds 3 --member-failure-limit 2` (Kueue's `backoffLimitCount`): a
+    Job of 2 pods whose image cannot be pulled is evicted at its start timeout (suspended: the
+    Job counts nothing, so its `backoffLimit` of 0 never ends it) and made again; the second
+    such eviction is the last. The gang is `Failed` `MemberFailuresExceeded` and the Job is
+    ended by its deadline (`Failed`), instead of looping for ever: placed, timed out, backed off,
+    resumed."""
+    custom, ns = phalanx_api, namespace
+    op = OperatorProcess(
+        cluster.kubeconfig,
+        tmp_path,
+        extra_args=(
+            "--start-timeout-seconds",
+            "3",
+            "--member-failure-limit",
+            "2",
+            "--member-failure-backoff-max-seconds",
+            "1",
+        ),
+    ).start()
+    try:
+        _create_group(custom, ns, pod_group("never", 2))
+        body = gang_job("never", "never", 2, 8)
+        body["spec"]["template"]["metadata"]["annotations"] = {STUCK_ANNOTATION: "ErrImagePull"}
+        cluster.batch.create_namespaced_job(ns, body)
+        status = wait_for(
+            lambda: (
+                (s := group_status(custom, ns, "never")).get("phase") == "Failed"
+                and s.get("memberFailures") == 2
+                and s
+            ),
+            timeout=120,
+            what="never Failed after its second start timeout (memberFailures 2)",
+        )
+        (ended,) = [c for c in status["conditions"] if c["type"] == "Finished"]
+        assert ended["reason"] == "MemberFailuresExceeded", ended
+        assert ended["message"].startswith("evicted for member failures 2 times, at most 2"), ended
+        mark = _condition(status, "Evicted", "MemberFailed")
+        assert mark is not None and "member failure 2 of at most 2" in mark["message"], status
+        job = wait_for(
+            lambda: (
+                (j := cluster.batch.read_namespaced_job("never", ns)).status.conditions
+                and any(c.type == "Failed" and c.status == "True" for c in j.status.conditions)
+                and j
+            ),
+            timeout=60,
+            what="Job never Failed by the deadline its last eviction gave it",
+        )
+        assert not job.spec.suspend, "ended, not left suspended to run again"
+    finally:
+        op.stop()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from phalanx.core.reasons import EvictionReason, format_duration
 from phalanx.core.starting import NotStarted
@@ -146,6 +146,7 @@ class FailReason(enum.StrEnum):
 
     SCHEDULE_TIMEOUT = "ScheduleTimeout"
     WORKLOAD_FAILED = "WorkloadFailed"
+    MEMBER_FAILURES_EXCEEDED = "MemberFailuresExceeded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +192,13 @@ class LifecyclePolicy:
     gang one of whose bound members has not started that many seconds after its bind is
     evicted whole as a member failure (0: never), as Kueue's `waitForPodsReady` does: an image
     that cannot be pulled otherwise holds the whole gang's GPUs for as long as nobody looks.
+    `member_failure_limit`: the `MemberFailed` eviction that brings `memberFailures` to it is
+    the last (0: no limit): the gang is `Failed` (`MemberFailuresExceeded`) from then on and its
+    workload is ended with it where it can be (`LifecycleDecision.final`), as Kueue deactivates
+    a workload after `backoffLimitCount` requeues and Slurm holds a job whose launch failed.
+    Why it is needed: a Job's controller counts no start timeout against its `backoffLimit` (the
+    operator suspends the Job to evict it, and a suspended Job's pods count for nothing), so a
+    wrong image would otherwise be placed, time out and back off for ever.
     """
 
     member_failure: MemberFailure = MemberFailure.EVICT
@@ -199,6 +207,7 @@ class LifecyclePolicy:
     backoff_max: float = 600.0
     eviction_retry: float = 60.0
     start_timeout: float = 0.0
+    member_failure_limit: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +282,9 @@ class LifecycleDecision:
     member_failures: int = 0
     evicting: bool = False
     lingering: bool = False
+    final: bool = False
+    """A `MemberFailed` eviction that reaches `LifecyclePolicy.member_failure_limit`: the gang
+    ends `Failed`, and its workload is ended rather than suspended to run again."""
 
     @property
     def holds_capacity(self) -> bool:
@@ -324,9 +336,32 @@ class _Counts:
         )
 
 
+def gives_up(failures: int, policy: LifecyclePolicy) -> bool:
+    """Whether `failures` member failures reach the limit (`member_failure_limit`, 0: none)."""
+    return 0 < policy.member_failure_limit <= failures
+
+
 def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDecision:
     """Phase and action for one gang (see the module docstring). Pure and total: any facts,
     however odd (a hand-edited status, a phase the contract does not know), get a decision."""
+    d = _decide(facts, policy, now)
+    if (
+        d.action is Action.EVICT
+        and d.reason == EvictionReason.MEMBER_FAILED
+        and gives_up(d.member_failures, policy)
+    ):
+        # The eviction that reaches the limit, or that one issued again: the last either way.
+        limit = policy.member_failure_limit
+        return replace(
+            d,
+            final=True,
+            message=f"{d.message}; member failure {d.member_failures} of at most {limit} "
+            "(--member-failure-limit): the gang ends Failed",
+        )
+    return d
+
+
+def _decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDecision:
     n = _Counts.of(facts.members)
     need = max(0, facts.min_member - n.succeeded)
     failures = max(0, facts.member_failures)
@@ -342,6 +377,28 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         )
     if recorded == Phase.SUCCEEDED and n.live == 0:
         return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
+
+    # Its last member failure (`member_failure_limit`) ends it, whatever its workload says
+    # next: the eviction that reached the limit ended the workload too, where it could.
+    ev = facts.evicted
+    if (
+        ev is not None
+        and ev.reason == EvictionReason.MEMBER_FAILED
+        and gives_up(failures, policy)
+        and (facts.scheduled_at is None or facts.scheduled_at <= ev.since)
+    ):
+        return LifecycleDecision(
+            Phase.FAILED,
+            Action.FAIL,
+            FailReason.MEMBER_FAILURES_EXCEEDED,
+            f"evicted for member failures {failures} times, at most "
+            f"{policy.member_failure_limit} (--member-failure-limit): not placed again; fix "
+            "what failed, then delete its workload (and a hand-written PodGroup) and apply "
+            "them again",
+            need=need,
+            member_failures=failures,
+            lingering=lingering,
+        )
 
     # The workload's own verdict wins when it has one.
     if facts.owner is OwnerState.COMPLETE:
@@ -371,7 +428,6 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         return LifecycleDecision(Phase.BINDING, Action.HOLD, need=need, member_failures=failures)
 
     held = n.live + n.terminating + n.lost
-    ev = facts.evicted
     # An eviction marked after the gang last started and not finished yet: wait for it, and
     # issue it again if its members are still there long after (refused, or lost in a crash).
     if ev is not None and held and (facts.scheduled_at is None or facts.scheduled_at <= ev.since):

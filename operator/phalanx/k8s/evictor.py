@@ -60,11 +60,15 @@ class Evictor:
         message: str,
         assumed: Mapping[str, str],
         member_failures: int | None = None,
+        final: bool = False,
     ) -> None:
         """Mark the gang evicted (durably), then evict every bound member with a grace period.
 
         The mark counts the members with no controller (`evictedBarePods`): nothing makes
-        them again, and the gang's `WaitingForPods` says so for as long as it waits."""
+        them again, and the gang's `WaitingForPods` says so for as long as it waits. A `final`
+        eviction (the last member failure, `--member-failure-limit`) ends the workload's run as
+        a time limit does, by its own deadline: suspended, it would be resumed and run again,
+        and a Job left suspended for good never reads as ended to whatever waits on it."""
         await self.reporter.status_landed(gang.uid)
         self.metrics.evictions_total.labels(reason=reason).inc()
         members = [p for p in gang.bound(assumed) if not p.deleting]
@@ -75,7 +79,8 @@ class Evictor:
                 patch["memberFailures"] = member_failures
             await self.reporter.patch_group(gang, patch)
             self.reporter.emit(group_ref(gang), reason, f"gang evicted: {message}", "Warning")
-        if reason == EvictionReason.TIME_LIMIT_EXCEEDED:
+        ends = final or reason == EvictionReason.TIME_LIMIT_EXCEEDED
+        if ends:
             ended = runs_to_end(members, [*gang.pods, *gang.finished], self.owners)
             if ended and await end_runs(self.api, ended, self.clock()):
                 # Its controller fails each (a Job `DeadlineExceeded`) and deletes its pods;
@@ -84,11 +89,7 @@ class Evictor:
                 how = f"{ended[0].kind} {names} ended by its deadline"
                 self._said(gang, members, reason, how, message)
                 return
-        target = (
-            target_of(members, [*gang.pods, *gang.finished], self.owners)
-            if reason != EvictionReason.TIME_LIMIT_EXCEEDED
-            else None
-        )
+        target = target_of(members, [*gang.pods, *gang.finished], self.owners) if not ends else None
         if target is not None and await suspend(self.api, target, reason):
             # Its controller deletes the pods, counted neither as failures nor in its back-off
             # (`k8s/job_suspension.py`); the cycle resumes it once they are gone.

@@ -172,7 +172,7 @@ async def end_runs(api: ClusterWrites, targets: list[Deadline], now: float) -> b
             if exc.status == 404:
                 continue  # gone: so are its pods
             log.warning(
-                "ending %s %s/%s at its gang's time limit: %s; deleting its pods instead",
+                "ending %s %s/%s by its deadline: %s; deleting its pods instead",
                 t.kind,
                 t.namespace,
                 t.name,

@@ -391,7 +391,10 @@ class Reporter:
                         previous, "Scheduled", "False", Reason.WAITING_FOR_PODS, d.message, now
                     )
                 )
-            elif d.reason == FailReason.WORKLOAD_FAILED and waiting is not None:
+            elif (
+                d.reason in (FailReason.WORKLOAD_FAILED, FailReason.MEMBER_FAILURES_EXCEEDED)
+                and waiting is not None
+            ):
                 # Its wait is over: left as it was ("0 of 2 pods exist"), the REASON column
                 # of a Failed gang would still read as a wait for pods that will never come.
                 said = str(waiting.get("message") or "").split("; ")[0] or "waiting"

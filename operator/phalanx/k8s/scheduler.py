@@ -402,7 +402,9 @@ class Scheduler:
                 continue
             if d.action is Action.EVICT:
                 failures = d.member_failures if d.reason == "MemberFailed" else None
-                work = self.evictor.evict(gang, d.reason, d.message, self.assumed, failures)
+                work = self.evictor.evict(
+                    gang, d.reason, d.message, self.assumed, failures, final=d.final
+                )
                 self._act(gang, work, "eviction")
             elif d.action is Action.ROLL_BACK:
                 if d.reason == "BindFailed":

@@ -7,7 +7,7 @@ T terminating, L lost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -417,6 +417,47 @@ def test_member_failed_eviction_counts_failures_and_the_next_schedule_backs_off(
     )
     assert decide(pending, POLICY, 1010.0).not_before == 1040.0
     assert decide(pending, POLICY, 1041.0).not_before is None
+
+
+LIMIT3 = LifecyclePolicy(member_failure_limit=3)
+
+
+def test_the_member_failure_that_reaches_the_limit_is_the_last_and_the_gang_ends_failed() -> None:
+    """`--member-failure-limit 3`, 2 earlier failures: the eviction at t=1000 makes it 3 and is
+    the last (`final`: its workload is ended with it); from then on the gang is `Failed`
+    (`MemberFailuresExceeded`, not `WorkloadFailed` once the workload ends), its members still
+    bound lingering until they go. With 1 earlier failure the eviction is an ordinary one, and
+    without a limit none is ever the last."""
+    running = facts("FRRR", recorded_phase="Running", member_failures=2)
+    last = decide(running, LIMIT3, NOW)
+    assert (last.action, last.member_failures, last.final) == (Action.EVICT, 3, True)
+    assert last.message.endswith(
+        "; member failure 3 of at most 3 (--member-failure-limit): the gang ends Failed"
+    ), last.message
+    assert not decide(replace(running, member_failures=1), LIMIT3, NOW).final
+    assert not decide(running, POLICY, NOW).final
+    leaving = facts(
+        "TTRR",
+        recorded_phase="Pending",
+        member_failures=3,
+        evicted=EvictedMark("MemberFailed", 1000.0),
+    )
+    over = decide(leaving, LIMIT3, 1005.0)
+    assert (over.phase, over.action, over.reason) == (
+        Phase.FAILED,
+        Action.FAIL,
+        "MemberFailuresExceeded",
+    ), over.message
+    assert over.lingering, "its 2 bound members hold their GPUs until they go"
+    assert over.message.startswith("evicted for member failures 3 times, at most 3"), over.message
+    ended = replace(leaving, members=(), owner=OwnerState.FAILED)
+    assert decide(ended, LIMIT3, 1005.0).reason == "MemberFailuresExceeded", "not WorkloadFailed"
+    gone = replace(leaving, members=())
+    assert decide(gone, POLICY, 1005.0).phase is Phase.PENDING
+    assert (
+        decide(replace(gone, evicted=EvictedMark("Reclaimed", 1000.0)), LIMIT3, 1005.0).phase
+        is Phase.PENDING
+    ), "a reclaim is no member failure"
 
 
 @pytest.mark.parametrize(

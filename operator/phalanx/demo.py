@@ -40,6 +40,15 @@ EXAMPLES = REPO / "deploy" / "examples"
 GANGS = ("llm-pretrain", "pair", "finetune", "giant", "job-sweep")
 """The gangs the demo waits for: four hand-written PodGroups, and one the operator made for an
 unmodified Job in a namespace labelled with its queue (deploy/examples/auto-gang-job.yaml)."""
+EXAMPLE_FILES = {
+    "queues.yaml": None,
+    "training-job.yaml": "llm-pretrain",
+    "gang-bare.yaml": "pair",
+    "finetune-job.yaml": "finetune",
+    "giant-waiting.yaml": "giant",
+    "auto-gang-job.yaml": "job-sweep",
+}
+"""The example files in the order they are applied, each with the gang it makes."""
 POLICY_KINDS = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
@@ -207,6 +216,46 @@ def settled(items: list[dict[str, Any]]) -> bool:
     ) and bool(by_name["giant"].get("conditions"))
 
 
+def ended_examples(items: list[dict[str, Any]]) -> dict[str, str]:
+    """The example gangs an earlier run left `Succeeded` or `Failed`, by name, with their phase.
+    Why they matter: a gang that ended takes no new pods (terminal stays terminal), so applying
+    its example again beside it made a Job whose pods waited for ever with `PodGroupFinished`
+    (walked: `make demo` run twice, `finetune` said `Succeeded` while its new Job sat pending)."""
+    return {
+        g["metadata"]["name"]: phase
+        for g in items
+        if g["metadata"]["name"] in GANGS
+        and (phase := (g.get("status") or {}).get("phase")) in ("Succeeded", "Failed")
+    }
+
+
+def delete_example(kubeconfig: Path, path: Path) -> None:
+    """Delete what an example file made but a Namespace (its other objects may be the user's,
+    and deleting one takes its whole contents with it), waiting until each and its dependents
+    are gone."""
+    import yaml
+
+    for doc in yaml.safe_load_all(path.read_text()):
+        if not doc or doc.get("kind") == "Namespace":
+            continue
+        meta = doc["metadata"]
+        kubectl(
+            kubeconfig,
+            "delete",
+            doc["kind"],
+            meta["name"],
+            "-n",
+            meta.get("namespace", "default"),
+            "--ignore-not-found",
+            # Its dependents first: a Job's ended pods, left behind, would count as members of
+            # the PodGroup made again (already succeeded), and a managed PodGroup left by
+            # the garbage collector would be found instead of made.
+            "--cascade=foreground",
+            "--wait=true",
+            "--timeout=60s",
+        )
+
+
 def failed_examples(items: list[dict[str, Any]]) -> list[str]:
     """The example gangs that ended `Failed` (on a cluster an earlier run left)."""
     return sorted(
@@ -285,14 +334,14 @@ def main() -> None:
     kubectl(kubeconfig, "get", "queues.phalanx.dev,podgroups.phalanx.dev", "-A", "-o", "name")
     start_operator(kubeconfig)
     apply_admission_policies(kubeconfig)
-    for name in (
-        "queues.yaml",
-        "training-job.yaml",
-        "gang-bare.yaml",
-        "finetune-job.yaml",
-        "giant-waiting.yaml",
-        "auto-gang-job.yaml",
-    ):
+    ended = ended_examples(gangs(kubeconfig))
+    for name, gang in EXAMPLE_FILES.items():
+        if gang in ended:
+            console.print(
+                f"{gang} ended {ended[gang]} in an earlier run and would take no new pods; to "
+                f"run it afresh: $ kubectl delete -f deploy/examples/{name} (but a Namespace)"
+            )
+            delete_example(kubeconfig, EXAMPLES / name)
         console.print(f"$ kubectl apply -f deploy/examples/{name}")
         console.print(kubectl(kubeconfig, "apply", "-f", str(EXAMPLES / name)).strip())
 

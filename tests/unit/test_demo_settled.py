@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.demo import GANGS, failed_examples, settled
+from phalanx.demo import EXAMPLE_FILES, GANGS, ended_examples, failed_examples, settled
 
 
 def _items(phases: dict[str, str]) -> list[dict[str, Any]]:
@@ -35,3 +35,15 @@ def test_a_failed_example_left_by_an_earlier_run_is_settled_and_named() -> None:
     assert settled(_items(rerun))
     assert failed_examples(_items(rerun)) == ["default/job-sweep"]
     assert failed_examples(_items(dict.fromkeys(GANGS, "Running"))) == []
+
+
+def test_example_gangs_an_earlier_run_ended_are_named_to_be_run_afresh() -> None:
+    """Walked: `make demo` run again once `finetune` had finished applied its Job beside the
+    `Succeeded` PodGroup, and the new pods waited for ever (`PodGroupFinished`)."""
+    rerun = dict.fromkeys(GANGS, "Running") | {"finetune": "Succeeded", "pair": "Failed"}
+    assert ended_examples(_items(rerun | {"other": "Succeeded"})) == {
+        "finetune": "Succeeded",
+        "pair": "Failed",
+    }
+    assert ended_examples(_items(dict.fromkeys(GANGS, "Running"))) == {}
+    assert set(EXAMPLE_FILES.values()) - {None} == set(GANGS), "every example gang has its file"

@@ -193,8 +193,9 @@ class LifecyclePolicy:
     evicted whole as a member failure (0: never), as Kueue's `waitForPodsReady` does: an image
     that cannot be pulled otherwise holds the whole gang's GPUs for as long as nobody looks.
     `member_failure_limit`: the `MemberFailed` eviction that brings `memberFailures` to it is
-    the last (0: no limit): the gang is `Failed` (`MemberFailuresExceeded`) from then on and its
-    workload is ended with it where it can be (`LifecycleDecision.final`), as Kueue deactivates
+    the last (0: no limit): once its members are gone the gang is `Failed`
+    (`MemberFailuresExceeded`), and its workload is ended with it where it can be
+    (`LifecycleDecision.final`), as Kueue deactivates
     a workload after `backoffLimitCount` requeues and Slurm holds a job whose launch failed.
     Why it is needed: a Job's controller counts no start timeout against its `backoffLimit` (the
     operator suspends the Job to evict it, and a suspended Job's pods count for nothing), so a
@@ -350,7 +351,7 @@ def decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleDe
         and d.reason == EvictionReason.MEMBER_FAILED
         and gives_up(d.member_failures, policy)
     ):
-        # The eviction that reaches the limit, or that one issued again: the last either way.
+        # The eviction that reaches the limit, or that one issued again (it was lost).
         limit = policy.member_failure_limit
         return replace(
             d,
@@ -378,15 +379,18 @@ def _decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleD
     if recorded == Phase.SUCCEEDED and n.live == 0:
         return LifecycleDecision(Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures)
 
-    # Its last member failure (`member_failure_limit`) ends it, whatever its workload says
-    # next: the eviction that reached the limit ended the workload too, where it could.
+    # Its last member failure (`member_failure_limit`) ends it once its members are gone
+    # (until then its eviction is under way, and issued again if it was lost), whatever its
+    # workload says meanwhile: the eviction that reached the limit ended the workload too.
     ev = facts.evicted
-    if (
+    held = n.live + n.terminating + n.lost
+    last = (
         ev is not None
         and ev.reason == EvictionReason.MEMBER_FAILED
         and gives_up(failures, policy)
         and (facts.scheduled_at is None or facts.scheduled_at <= ev.since)
-    ):
+    )
+    if last and not held:
         return LifecycleDecision(
             Phase.FAILED,
             Action.FAIL,
@@ -397,7 +401,6 @@ def _decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleD
             "them again",
             need=need,
             member_failures=failures,
-            lingering=lingering,
         )
 
     # The workload's own verdict wins when it has one.
@@ -405,7 +408,7 @@ def _decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleD
         return LifecycleDecision(
             Phase.SUCCEEDED, Action.NONE, need=need, member_failures=failures, lingering=lingering
         )
-    if facts.owner is OwnerState.FAILED:
+    if facts.owner is OwnerState.FAILED and not last:
         return LifecycleDecision(
             Phase.FAILED,
             Action.FAIL,
@@ -427,7 +430,6 @@ def _decide(facts: GangFacts, policy: LifecyclePolicy, now: float) -> LifecycleD
     if facts.binding:
         return LifecycleDecision(Phase.BINDING, Action.HOLD, need=need, member_failures=failures)
 
-    held = n.live + n.terminating + n.lost
     # An eviction marked after the gang last started and not finished yet: wait for it, and
     # issue it again if its members are still there long after (refused, or lost in a crash).
     if ev is not None and held and (facts.scheduled_at is None or facts.scheduled_at <= ev.since):

@@ -424,9 +424,11 @@ LIMIT3 = LifecyclePolicy(member_failure_limit=3)
 
 def test_the_member_failure_that_reaches_the_limit_is_the_last_and_the_gang_ends_failed() -> None:
     """`--member-failure-limit 3`, 2 earlier failures: the eviction at t=1000 makes it 3 and is
-    the last (`final`: its workload is ended with it); from then on the gang is `Failed`
-    (`MemberFailuresExceeded`, not `WorkloadFailed` once the workload ends), its members still
-    bound lingering until they go. With 1 earlier failure the eviction is an ordinary one, and
+    the last (`final`: its workload is ended with it). While its members go it is an eviction
+    under way like any other, issued again (still `final`) if 2 members are still bound at
+    t=1061, past `eviction_retry` (60 s), and its workload's failure (the deadline the last
+    eviction gave it) is not the verdict; once they are gone the gang is `Failed`
+    (`MemberFailuresExceeded`). With 1 earlier failure the eviction is an ordinary one, and
     without a limit none is ever the last."""
     running = facts("FRRR", recorded_phase="Running", member_failures=2)
     last = decide(running, LIMIT3, NOW)
@@ -442,17 +444,22 @@ def test_the_member_failure_that_reaches_the_limit_is_the_last_and_the_gang_ends
         member_failures=3,
         evicted=EvictedMark("MemberFailed", 1000.0),
     )
-    over = decide(leaving, LIMIT3, 1005.0)
+    going = decide(leaving, LIMIT3, 1005.0)
+    assert (going.phase, going.action, going.evicting) == (Phase.PENDING, Action.HOLD, True)
+    failing = replace(leaving, owner=OwnerState.FAILED)
+    assert decide(failing, LIMIT3, 1005.0).action is Action.HOLD, "not WorkloadFailed yet"
+    again = decide(leaving, LIMIT3, 1061.0)
+    assert (again.action, again.final, again.member_failures) == (Action.EVICT, True, 3), again
+    gone = replace(leaving, members=())
+    over = decide(gone, LIMIT3, 1005.0)
     assert (over.phase, over.action, over.reason) == (
         Phase.FAILED,
         Action.FAIL,
         "MemberFailuresExceeded",
     ), over.message
-    assert over.lingering, "its 2 bound members hold their GPUs until they go"
     assert over.message.startswith("evicted for member failures 3 times, at most 3"), over.message
-    ended = replace(leaving, members=(), owner=OwnerState.FAILED)
+    ended = replace(gone, owner=OwnerState.FAILED)
     assert decide(ended, LIMIT3, 1005.0).reason == "MemberFailuresExceeded", "not WorkloadFailed"
-    gone = replace(leaving, members=())
     assert decide(gone, POLICY, 1005.0).phase is Phase.PENDING
     assert (
         decide(replace(gone, evicted=EvictedMark("Reclaimed", 1000.0)), LIMIT3, 1005.0).phase

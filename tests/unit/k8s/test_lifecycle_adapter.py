@@ -541,9 +541,10 @@ def test_a_cycle_counts_its_podgroups_by_phase_in_the_metrics() -> None:
 
 def test_the_member_failure_at_the_limit_is_the_last_and_the_gang_is_written_failed() -> None:
     """`--member-failure-limit 2`: g failed once before, and b fails now. The eviction makes
-    `memberFailures` 2 and says it is the last. In the next cycle (the mark as written, a still
-    bound) g is `Failed` `MemberFailuresExceeded`, its `Finished` condition says why, and a is
-    not evicted a second time. Without the limit the same gang only waits to run again."""
+    `memberFailures` 2 and says it is the last. While a is still bound the eviction is under
+    way (nothing evicted again, not yet `Failed`); once it is gone g is `Failed`
+    `MemberFailuresExceeded`, its `Finished` condition says why. Without the limit the same
+    gang only waits to run again."""
     failed = [running("a", "g", "n1"), pod("b", group="g", gpus=4, node_name="n1", phase="Failed")]
     g = with_status(
         group("g", 2), phase="Running", scheduledAt="1970-01-01T00:16:30Z", memberFailures=1
@@ -561,11 +562,14 @@ def test_the_member_failure_at_the_limit_is_the_last_and_the_gang_is_written_fai
     )
     api = FakeApi()
     cycle(scheduler(api, [running("a", "g", "n1")], [marked], member_failure_limit=2))
+    assert ("evict", "a") not in api.calls, api.calls
+    assert not [s for s in api.statuses if s.get("phase") == "Failed"], api.statuses
+    api = FakeApi()
+    cycle(scheduler(api, [], [marked], member_failure_limit=2))
     (final,) = [s for s in api.statuses if s.get("phase") == "Failed"]
     (ended,) = [c for c in final["conditions"] if c["type"] == "Finished"]
     assert (ended["reason"], ended["status"]) == ("MemberFailuresExceeded", "True"), ended
     assert ended["message"].startswith("evicted for member failures 2 times, at most 2"), ended
-    assert ("evict", "a") not in api.calls, api.calls
     api = FakeApi()
-    cycle(scheduler(api, [running("a", "g", "n1")], [marked]))
+    cycle(scheduler(api, [], [marked]))
     assert not [s for s in api.statuses if s.get("phase") == "Failed"], api.statuses

@@ -632,14 +632,20 @@ def share_view(
     """Per queue: weight, guarantee, deserved, allocated, borrowed GPUs, usage, fair share."""
     from phalanx.inspection import render
     from phalanx.inspection.fetch import Reader
-    from phalanx.inspection.rows import share_rows
+    from phalanx.inspection.rows import queueless, share_rows
 
-    rows = share_rows(Reader.connect(kubeconfig, context).queues())
+    reader = Reader.connect(kubeconfig, context)
+    queues = reader.queues()
+    rows = share_rows(queues)
     if output is not Output.TABLE:
         print(dump([r.to_json() for r in rows], output))
         return
+    try:
+        orphans = queueless(reader.podgroups(None), queues)
+    except ViewError:
+        orphans = {}  # may not list PodGroups in every namespace: the queues are still shown
     render.show(render.share_table(rows))
-    for note in render.share_notes(rows):
+    for note in render.share_notes(rows, orphans):
         print(note)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from rich.console import Console
@@ -93,10 +93,20 @@ def usage_text(usage: float | None) -> str:
     return str(round(usage))
 
 
-def share_notes(rows: Sequence[ShareRow]) -> list[str]:
-    """Messages the operator left on queues (e.g. guarantees scaled down), and why a queue
-    deserves less than its guarantee when that is its demand."""
+def share_notes(
+    rows: Sequence[ShareRow], queueless: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """Messages the operator left on queues (e.g. guarantees scaled down), why a queue
+    deserves less than its guarantee when that is its demand, and the gangs that hold GPUs
+    though their queue no longer exists (`rows.queueless`)."""
     notes = [f"{r.queue}: {r.message}" for r in rows if r.message]
+    notes += [
+        f"{queue} (no such Queue): {len(gangs)} gang{'s' if len(gangs) != 1 else ''} of it "
+        f"hold{'s' if len(gangs) == 1 else ''} GPUs charged to no queue, outside every row "
+        f"above: {', '.join(gangs)}; they run on, and a Queue {queue} applied again is charged "
+        "with them (its usage starting from 0)"
+        for queue, gangs in (queueless or {}).items()
+    ]
     notes += [
         f"{r.queue}: deserves {r.deserved} of its guarantee {r.guarantee}: a queue deserves no "
         "more than its demand (GPUs its gangs hold and wait for); the rest is lent to other "

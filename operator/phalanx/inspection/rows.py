@@ -276,6 +276,26 @@ def share_rows(queues: Iterable[Obj], resource: str = GPU) -> list[ShareRow]:
     return sorted((share_row(q, resource) for q in queues), key=lambda r: r.queue)
 
 
+HOLDING = ("Binding", "Running", "Degraded")
+"""Phases of a gang whose members hold capacity."""
+
+
+def queueless(podgroups: Iterable[Obj], queues: Iterable[Obj]) -> dict[str, list[str]]:
+    """Gangs that hold capacity though their queue does not exist (it was deleted under them),
+    by queue name, as NAMESPACE/NAME. They run on, but their GPUs are charged to no queue and
+    so appear in no row of `phalanx share` (walked: `kubectl delete queue research` under two
+    running gangs left 48 GPUs that the view did not show anywhere)."""
+    names = {str((q.get("metadata") or {}).get("name")) for q in queues}
+    out: dict[str, list[str]] = {}
+    for g in podgroups:
+        queue = str((g.get("spec") or {}).get("queue") or "default")
+        if queue in names or (g.get("status") or {}).get("phase") not in HOLDING:
+            continue
+        meta = g.get("metadata") or {}
+        out.setdefault(queue, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
+    return {q: sorted(gangs) for q, gangs in sorted(out.items())}
+
+
 # -- phalanx explain ---------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from phalanx.inspection.rows import (
     gang_row,
     parse_time,
     queue_rows,
+    queueless,
     share_rows,
     would_start,
 )
@@ -730,3 +731,32 @@ def test_explain_lists_the_gangs_last_events_oldest_first() -> None:
         "Events (the last 5)\n" in text and "1m ago  Normal  Scheduled: bound 4 pods (×2)" in text
     )
     assert [e["reason"] for e in out.to_json()["events"]] == [e.reason for e in lines]
+
+
+def test_share_names_the_gangs_that_hold_gpus_of_a_queue_that_no_longer_exists() -> None:
+    """Walked: `kubectl delete queue research` under two running gangs; their GPUs were then
+    charged to no queue and `phalanx share` showed them nowhere. A pending gang of it holds
+    nothing (it says `QueueNotFound` itself), nor does one that ended."""
+
+    def gang(ns: str, name: str, queue: str, phase: str) -> dict[str, Any]:
+        return {
+            "metadata": {"namespace": ns, "name": name},
+            "spec": {"queue": queue},
+            "status": {"phase": phase},
+        }
+
+    groups = [
+        gang("research", "job-sweep", "research", "Running"),
+        gang("default", "llm-pretrain", "research", "Degraded"),
+        gang("default", "giant", "research", "Pending"),
+        gang("default", "old", "research", "Succeeded"),
+        gang("default", "pair", "default", "Running"),
+    ]
+    orphans = queueless(groups, [queue("default"), queue("prod")])
+    assert orphans == {"research": ["default/llm-pretrain", "research/job-sweep"]}
+    assert render.share_notes([], orphans) == [
+        "research (no such Queue): 2 gangs of it hold GPUs charged to no queue, outside every "
+        "row above: default/llm-pretrain, research/job-sweep; they run on, and a Queue research "
+        "applied again is charged with them (its usage starting from 0)"
+    ]
+    assert queueless(groups, [queue("default"), queue("research")]) == {}

@@ -207,10 +207,10 @@ def settled(items: list[dict[str, Any]]) -> bool:
     by_name = {g["metadata"]["name"]: g.get("status", {}) for g in items}
     if set(GANGS) - set(by_name):
         return False
-    # Succeeded counts: `make demo` run again on the cluster it left finds the short example
-    # Jobs finished (it waited for `Running` and failed "did not all settle" on every rerun).
-    # Failed too: an example Job whose member someone failed by hand stays failed, and every
-    # rerun waited 90 s and failed; `failed_examples` says how to run it again.
+    # Succeeded counts: a short example Job may finish before the wait is over (it waited for
+    # `Running` and failed "did not all settle"). Failed too: an example Job whose member
+    # someone failed by hand stays failed (it waited 90 s and failed); `failed_examples` says
+    # so, and the next run starts every example that ended afresh (`ended_examples`).
     return all(
         by_name[g].get("phase") in ("Running", "Succeeded", "Failed") for g in GANGS if g != "giant"
     ) and bool(by_name["giant"].get("conditions"))
@@ -257,7 +257,7 @@ def delete_example(kubeconfig: Path, path: Path) -> None:
 
 
 def failed_examples(items: list[dict[str, Any]]) -> list[str]:
-    """The example gangs that ended `Failed` (on a cluster an earlier run left)."""
+    """The example gangs that are `Failed` once the demo's wait is over."""
     return sorted(
         f"{g['metadata'].get('namespace', 'default')}/{g['metadata']['name']}"
         for g in items
@@ -357,8 +357,8 @@ def main() -> None:
         )
     for gang in failed_examples(items):
         console.print(
-            f"{gang} is Failed (left by an earlier run: its workload failed, see phalanx explain); "
-            "make down && make demo starts every example afresh"
+            f"{gang} is Failed (its workload failed, see phalanx explain); the next make demo "
+            "runs it afresh"
         )
     console.print(kubectl(kubeconfig, "get", "queues"))
     print(f"KUBECONFIG={kubeconfig}")

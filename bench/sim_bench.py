@@ -81,10 +81,10 @@ def _one(
     began = time.time()
     step = [0]
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, finished: int, total: int) -> None:
         if done >= step[0]:
             step[0] += max(1, total // 10)
-            print(f"  {label} {policy}: {done}/{total} jobs arrived after "
+            print(f"  {label} {policy}: {done}/{total} jobs arrived, {finished} finished, after "
                   f"{time.time() - began:.0f} s", flush=True)  # fmt: skip
 
     summary, _ = run_simulation(

@@ -38,16 +38,17 @@ def run_simulation(
     cycle_phase_s: float = 0.0,
     plots: Path | None = None,
     console: Console | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
     settings: dict[str, str] | None = None,
     keep: list[Any] | None = None,
     member_failure_rate: float = 0.0,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Load, replay, summarise (and plot): the command without its printing.
 
-    With a `console`, long replays show a progress bar on it; `progress` (jobs arrived, jobs)
-    is called as well, for callers that log instead. `settings` change core `Policy` fields
-    (`--set`); the replay's `SimResult` is appended to `keep` when given (for `--compare`).
+    With a `console`, long replays show a progress bar on it; `progress` (jobs arrived,
+    finished, jobs) is called as well, for callers that log instead. `settings` change core
+    `Policy` fields (`--set`); the replay's `SimResult` is appended to `keep` when given (for
+    `--compare`).
     """
     from phalanx.sim.engine import simulate as replay
     from phalanx.sim.nodes import load_cluster
@@ -66,18 +67,22 @@ def run_simulation(
         TextColumn(f"[bold]{chosen.name}[/bold] replaying"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("jobs arrived"),
+        TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=console,
         disable=not show,
         transient=True,
     ) as bar:
-        task = bar.add_task("replay", total=len(jobs))
+        task = bar.add_task("jobs arrived", total=len(jobs))
 
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done)
+        def advance(arrived: int, finished: int, total: int) -> None:
+            # Arrivals, then (once all are in) the drain: jobs finished.
+            if arrived < total:
+                bar.update(task, completed=arrived)
+            else:
+                bar.update(task, completed=finished, description="draining: jobs finished")
             if progress is not None:
-                progress(done, total)
+                progress(arrived, finished, total)
 
         result = replay(
             jobs,

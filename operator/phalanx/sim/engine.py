@@ -86,8 +86,11 @@ _END, _ARRIVE, _TIMER, _REQUEUE, _FAIL, _LIMIT, _WAKE = 0, 1, 2, 3, 4, 5, 6
 
 _UNLIMITED = 1 << 62
 
-Progress = Callable[[int, int], None]
-"""Called with (jobs arrived so far, jobs in the trace) as the replay advances."""
+Progress = Callable[[int, int, int], None]
+"""Called with (jobs arrived so far, jobs finished so far, jobs in the trace) as the replay
+advances: every 500 arrivals, then, once every job has arrived, every 500 jobs finished. The
+drain after the last arrival can be most of a replay (an hour of a Philly replay whose backlog
+grows), and a report of arrivals alone fell silent for all of it."""
 
 
 @dataclass(slots=True)
@@ -618,11 +621,14 @@ class Replay:
                 self._handle(t_s, kind, index, tag)
             self._advance(t_cycle)
             self._cycle(t_cycle)
-            if self.progress is not None and self.arrived - reported >= 500:
-                reported = self.arrived
-                self.progress(self.arrived, self.total)
+            if self.progress is not None:
+                # Arrivals until every job is in, then finished jobs (the drain).
+                count = self.arrived if self.arrived < self.total else len(self.completed)
+                if count < reported or count - reported >= 500:
+                    reported = count
+                    self.progress(self.arrived, len(self.completed), self.total)
         if self.progress is not None:
-            self.progress(self.arrived, self.total)
+            self.progress(self.arrived, len(self.completed), self.total)
         end = max((j.end_s for j in self.completed), default=last)
         return SimResult(
             policy=self.policy,

@@ -45,11 +45,14 @@ def settings_of(args: argparse.Namespace) -> dict[str, str]:
 
 
 class ProgressLine:
-    """Reports a replay's progress on stderr, a line each `step_pct` percent of the jobs arrived.
+    """Reports a replay's progress on stderr, a line each `step_pct` percent of the jobs arrived,
+    then, once all have arrived, each `step_pct` percent of them finished (the drain).
 
     The instrumented replays of Philly run 20 min to over an hour and printed nothing until
     they were done, so a slow replay could not be told from a hung one; a line (not a bar)
-    because they are run in the background with stderr to a file.
+    because they are run in the background with stderr to a file. The drain is reported too: a
+    replay whose backlog grows spends most of its time after the last arrival, and a report of
+    arrivals alone said nothing for that hour.
     """
 
     def __init__(
@@ -66,15 +69,37 @@ class ProgressLine:
         self.clock = clock
         self.began = clock()
         self.next_pct = step_pct
+        self.next_done_pct: int | None = None
 
-    def __call__(self, done: int, total: int) -> None:
-        pct = 100 if total <= 0 else done * 100 // total
-        if pct < self.next_pct:
+    def __call__(self, arrived: int, finished: int, total: int) -> None:
+        if self.next_done_pct is None:
+            pct = _pct(arrived, total)
+            if pct < self.next_pct:
+                return
+            self.next_pct = self._step_after(pct)
+            self._say(f"{arrived:,} of {total:,} jobs arrived ({pct}%), {finished:,} finished")
+            if arrived >= total:
+                self.next_done_pct = self._step_after(_pct(finished, total))
             return
-        self.next_pct = (pct // self.step_pct + 1) * self.step_pct
+        pct = _pct(finished, total)
+        if pct < self.next_done_pct:
+            return
+        self.next_done_pct = self._step_after(pct)
+        self._say(f"all arrived; {finished:,} of {total:,} jobs finished ({pct}%)")
+
+    def _step_after(self, pct: int) -> int:
+        """The next multiple of `step_pct` above `pct` (one line, not one per step skipped)."""
+        return (pct // self.step_pct + 1) * self.step_pct
+
+    def _say(self, what: str) -> None:
         minutes = (self.clock() - self.began) / 60
         print(
-            f"{self.label}: {done:,} of {total:,} jobs arrived ({pct}%), {minutes:.1f} min",
+            f"{self.label}: {what}, {minutes:.1f} min",
             file=self.stream if self.stream is not None else sys.stderr,
             flush=True,
         )
+
+
+def _pct(count: int, total: int) -> int:
+    """`count` as a whole percentage of `total` (100 when there is nothing to count)."""
+    return 100 if total <= 0 else count * 100 // total

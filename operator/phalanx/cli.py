@@ -663,13 +663,21 @@ def explain_view(
     from datetime import UTC, datetime
 
     from phalanx.inspection import render
+    from phalanx.inspection.errors import PodGroupNotFound
     from phalanx.inspection.fetch import Reader
-    from phalanx.inspection.rows import explanation, recent_events, split_name
+    from phalanx.inspection.rows import explanation, missing_group, recent_events, split_name
 
     # Before connecting: a malformed name is the user's to fix whatever the cluster holds.
     given_ns, name = split_name(podgroup, namespace)
     reader = Reader.connect(kubeconfig, context)
-    obj = reader.podgroup(given_ns or reader.namespace, name)
+    try:
+        obj = reader.podgroup(given_ns or reader.namespace, name)
+    except PodGroupNotFound as missing:
+        try:  # the pods that still name it (deleted under its running gang?)
+            pods = reader.pods_naming(missing.namespace, missing.name)
+        except ViewError:
+            raise missing from None  # may not list pods: the plain "not found"
+        raise ViewError(missing_group(missing.namespace, missing.name, pods)) from None
     try:  # whose borrowed GPUs could be reclaimed for it; a user may not be allowed to list them
         queues: list[dict[str, Any]] | None = reader.queues()
     except ViewError:

@@ -390,6 +390,22 @@ def test_queue_share_and_explain_show_the_figures_of_a_scripted_situation(
     assert missing.stdout == ""
     assert missing.stderr == f'phalanx: error: PodGroup "nope" not found in namespace "{ns}"\n'
 
+    # -- a PodGroup deleted under its running gang: its members still hold their GPUs ----------
+    custom.delete_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups", "short")
+    gone = wait_for(
+        lambda: (r := phalanx(cluster, "explain", "short", "-n", ns, check=False)).returncode and r,
+        timeout=30,
+        what="`phalanx explain short` to find its PodGroup deleted",
+        interval=1.0,
+    )
+    assert gone.stdout == ""
+    assert gone.stderr == (
+        f'phalanx: error: PodGroup "short" not found in namespace "{ns}"; 2 pods labelled '
+        "phalanx.dev/pod-group=short name it: 2 bound, holding 16 GPUs charged to no queue and "
+        "under no gang rule (time limit, member failure); apply the PodGroup again and its "
+        "bound members are adopted, or delete them\n"
+    )
+
 
 def test_the_views_work_as_the_kubectl_plugin(cluster: Cluster, phalanx_api: Any, ns: str) -> None:
     """`kubectl phalanx …` finds `kubectl-phalanx` on PATH and passes the arguments as they are."""

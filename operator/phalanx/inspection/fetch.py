@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phalanx.inspection.errors import ViewError
+from phalanx.inspection.errors import PodGroupNotFound, ViewError
 
 GROUP, VERSION = "phalanx.dev", "v1alpha1"
 TIMEOUT = (5, 30)  # connect, read (seconds): a view must not hang on a dead API server
@@ -171,6 +171,26 @@ class Reader:
 
         return self._list(f"list Events in namespace {namespace}", listed, namespace)
 
+    def pods_naming(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """The pods of `namespace` labelled as members of PodGroup `group`."""
+        import json
+
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+
+        def listed(namespace: str, **kw: Any) -> dict[str, Any]:
+            raw: Any = core.list_namespaced_pod(  # the raw response: its JSON, not models
+                namespace,
+                label_selector=f"phalanx.dev/pod-group={group}",
+                _preload_content=False,
+                **kw,
+            )
+            body: dict[str, Any] = json.loads(raw.data)
+            return body
+
+        return self._list(f"list Pods in namespace {namespace}", listed, namespace)
+
     def podgroup(self, namespace: str, name: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
 
@@ -191,7 +211,7 @@ class Reader:
                 raise ViewError(msg) from exc
         # A 404 means no such PodGroup — or no such API at all: the list tells them apart.
         self.podgroups(namespace)
-        raise ViewError(f'PodGroup "{name}" not found in namespace "{namespace}"')
+        raise PodGroupNotFound(namespace, name)
 
 
 def _api_message(exc: Any) -> str:

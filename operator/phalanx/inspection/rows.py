@@ -296,6 +296,45 @@ def queueless(podgroups: Iterable[Obj], queues: Iterable[Obj]) -> dict[str, list
     return {q: sorted(gangs) for q, gangs in sorted(out.items())}
 
 
+def missing_group(namespace: str, name: str, pods: Iterable[Obj]) -> str:
+    """What `phalanx explain` says of a PodGroup that does not exist, given the pods that name
+    it (label `phalanx.dev/pod-group`, not yet finished): a PodGroup deleted under its running
+    gang leaves them bound, holding GPUs charged to no queue, and the bare "not found" said
+    nothing of them (walked: `kubectl delete podgroup finetune` under its running Job). Applied
+    again, the PodGroup adopts its bound members (roll forward from what is bound)."""
+    base = f'PodGroup "{name}" not found in namespace "{namespace}"'
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    if not live:
+        return base
+    bound = [p for p in live if (p.get("spec") or {}).get("nodeName")]
+    gpus = 0
+    for p in bound:
+        for c in (p.get("spec") or {}).get("containers") or []:
+            requests = (c.get("resources") or {}).get("requests") or {}
+            try:
+                gpus += to_units(GPU, requests.get(GPU, 0))
+            except QuantityError:
+                continue
+    one = len(live) == 1
+    said = f"{len(live)} pod{'' if one else 's'} labelled phalanx.dev/pod-group={name}"
+    waiting = len(live) - len(bound)
+    parts = []
+    if bound:
+        parts.append(
+            f"{len(bound)} bound, holding {gpus} GPUs charged to no queue and under no gang "
+            "rule (time limit, member failure)"
+        )
+    if waiting:
+        parts.append(f"{waiting} waiting for it")
+    todo = (
+        "apply the PodGroup again and its bound members are adopted"
+        if bound
+        else "apply the PodGroup"
+    )
+    it = "it" if one else "them"
+    return f"{base}; {said} name{'s' if one else ''} it: {', '.join(parts)}; {todo}, or delete {it}"
+
+
 # -- phalanx explain ---------------------------------------------------------------------------
 
 

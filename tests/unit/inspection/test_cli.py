@@ -23,6 +23,7 @@ from phalanx import cli
 from tests.unit.inspection.objects import situation
 
 BASE = "/apis/phalanx.dev/v1alpha1"
+GPU = "nvidia.com/gpu"
 NOT_FOUND_PAGE = (404, "404 page not found\n")  # what an unknown API group gets
 
 
@@ -242,6 +243,37 @@ def test_a_missing_podgroup_is_one_line_and_exit_1(
     assert code == 1
     assert out == ""
     assert err == 'phalanx: error: PodGroup "nope" not found in namespace "ml"\n'
+
+
+def test_a_missing_podgroup_names_the_pods_that_still_name_it(
+    situated: Stub, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pods are listed by their label (the stub ignores the selector: it serves only the
+    pods of `nope`); one bound with 8 GPUs, one waiting: still one line and exit 1."""
+    pods = [
+        {
+            "metadata": {"name": f"nope-{i}", "namespace": "ml"},
+            "spec": {
+                **({"nodeName": "n1"} if i == 0 else {}),
+                "containers": [{"name": "c", "resources": {"requests": {GPU: "8"}}}],
+            },
+            "status": {"phase": "Running" if i == 0 else "Pending"},
+        }
+        for i in range(2)
+    ]
+    situated.routes["/api/v1/namespaces/ml/pods"] = (
+        200,
+        json.dumps({"kind": "PodList", "metadata": {}, "items": pods}),
+    )
+    code, out, err = run(capsys, monkeypatch, "explain", "nope")
+    assert (code, out) == (1, "")
+    assert err == (
+        'phalanx: error: PodGroup "nope" not found in namespace "ml"; 2 pods labelled '
+        "phalanx.dev/pod-group=nope name it: 1 bound, holding 8 GPUs charged to no queue and "
+        "under no gang rule (time limit, member failure), 1 waiting for it; apply the PodGroup "
+        "again and its bound members are adopted, or delete them\n"
+    )
+    assert "/api/v1/namespaces/ml/pods" in situated.seen
 
 
 def test_crds_not_installed_is_said_so(

@@ -17,6 +17,7 @@ from phalanx.inspection.formats import Output, dump
 from phalanx.inspection.rows import (
     explanation,
     gang_row,
+    missing_group,
     parse_time,
     queue_rows,
     queueless,
@@ -760,3 +761,40 @@ def test_share_names_the_gangs_that_hold_gpus_of_a_queue_that_no_longer_exists()
         "applied again is charged with them (its usage starting from 0)"
     ]
     assert queueless(groups, [queue("default"), queue("research")]) == {}
+
+
+def _pod(name: str, node: str | None, gpus: str, phase: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            **({"nodeName": node} if node else {}),
+            "containers": [{"name": "c", "resources": {"requests": {GPU: gpus}}}],
+        },
+        "status": {"phase": phase},
+    }
+
+
+def test_explain_of_a_deleted_podgroup_names_the_pods_that_still_name_it() -> None:
+    """`kubectl delete podgroup train` under its running gang: two members bound with 8 GPUs
+    each (16), one waiting, one that succeeded before (not counted): the plain "not found" said
+    nothing of the 16 GPUs they hold, charged to no queue."""
+    pods = [
+        _pod("train-0", "n1", "8", "Running"),
+        _pod("train-1", "n2", "8", "Running"),
+        _pod("train-2", None, "8", "Pending"),
+        _pod("train-3", "n3", "8", "Succeeded"),
+    ]
+    assert missing_group("ml", "train", pods) == (
+        'PodGroup "train" not found in namespace "ml"; 3 pods labelled '
+        "phalanx.dev/pod-group=train name it: 2 bound, holding 16 GPUs charged to no queue and "
+        "under no gang rule (time limit, member failure), 1 waiting for it; apply the PodGroup "
+        "again and its bound members are adopted, or delete them"
+    )
+    assert missing_group("ml", "solo", [_pod("solo-0", None, "1", "Pending")]) == (
+        'PodGroup "solo" not found in namespace "ml"; 1 pod labelled phalanx.dev/pod-group=solo '
+        "names it: 1 waiting for it; apply the PodGroup, or delete it"
+    )
+    # Nothing left that names it (or only finished pods): the plain message.
+    done = [_pod("x-0", "n1", "8", "Succeeded")]
+    for left in ([], done):
+        assert missing_group("ml", "x", left) == 'PodGroup "x" not found in namespace "ml"'

@@ -18,7 +18,7 @@ from pathlib import Path
 import phalanx
 from phalanx.config import ConfigError
 from phalanx.devcluster.errors import DevClusterError
-from phalanx.inspection.errors import ViewError
+from phalanx.inspection.errors import PodGroupNotFound, ViewError
 from phalanx.k8s.api import ApiError
 from phalanx.k8s.informer import Gone
 from phalanx.quantity import QuantityError
@@ -33,6 +33,7 @@ SAMPLES: list[BaseException] = [
     ConfigError("--member-failure: must be evict or keep"),
     DevClusterError("helm is not built yet"),
     ViewError("no PodGroup ml/x"),
+    PodGroupNotFound("ml", "x"),
     QuantityError("not a quantity: 'x'"),
     QueueFileError("queues.yaml: queue a: weight must be >= 1"),
     PlotsUnavailable("plots need matplotlib"),

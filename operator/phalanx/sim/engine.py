@@ -113,6 +113,9 @@ class SimJob:
     member_failures: int = 0
     evicted: EvictedMark | None = None
     """The last eviction of this job's gang (what its lifecycle backs off from)."""
+    out_at: float = -math.inf
+    """When its gang was last evicted: it is pending again only for cycles after that instant
+    (`Replay._snapshot`)."""
 
     @property
     def gpus(self) -> int:
@@ -482,10 +485,23 @@ class Replay:
         self.evictions[reason] = self.evictions.get(reason, 0) + 1
         self.pending[sim.gang.id] = sim
         self.book.pending[sim.queue] += sim.gpus
+        if self.interval > 0:
+            # Pending again from the next cycle on the grid (`_snapshot`), which this wakes. With
+            # a cycle at every event (an idealisation for hand-worked traces) there is no next
+            # cycle to wait for: it is pending again at once, as before.
+            sim.out_at = t_s
+            self._push(math.nextafter(t_s, math.inf), _WAKE, sim.index)
 
     # -- cycles --------------------------------------------------------------------------------
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self, t_s: float) -> Snapshot:
+        """The core's input at `t_s`. A gang evicted at `t_s` is not in it: in the operator its
+        pods come back only after the eviction is done — terminated, then made again by their
+        controller, which the operator resumes once they are gone — so never in the cycle that
+        first sees their capacity free, where the gang it was freed for binds. Requeued at the
+        same instant, a victim of a queue of higher priority (walked first) took back what was
+        freed in the engine's follow-up cycle, and reclaim evicted again, for ever (a Philly
+        replay with one queue served first never finished)."""
         queues = self.core_queues
         if self.policy.usage_decay:
             queues = [replace(q, usage=self.usage[q.name]) for q in queues]
@@ -493,7 +509,7 @@ class Replay:
             nodes=self.cluster.nodes,
             queues=tuple(queues),
             running=tuple(s.running for s in self.running.values() if s.running is not None),
-            pending=tuple(s.gang for s in self.pending.values()),
+            pending=tuple(s.gang for s in self.pending.values() if s.out_at < t_s),
             kept=self.kept,
         )
 
@@ -502,7 +518,7 @@ class Replay:
         assert self.policy.core is not None
         if not self.pending:
             return None
-        snapshot = self._snapshot()
+        snapshot = self._snapshot(t_s)
         began = time.perf_counter()
         result = schedule(snapshot, self.policy.core, t_s)
         self.cycle_seconds.append(time.perf_counter() - began)

@@ -255,8 +255,8 @@ def test_each_cycle_sees_the_last_cycles_binding_reservations() -> None:
     seen: list[tuple[float, dict[str, float], set[str]]] = []
 
     class Watching(engine.Replay):
-        def _snapshot(self) -> Snapshot:
-            snap = super()._snapshot()
+        def _snapshot(self, t_s: float) -> Snapshot:
+            snap = super()._snapshot(t_s)
             seen.append((-1.0, dict(snap.kept), set()))
             return snap
 

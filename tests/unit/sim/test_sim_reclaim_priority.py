@@ -1,11 +1,13 @@
-"""Reclaim and queue priority: a queue never reclaims from a queue of higher priority.
+"""Reclaim between queues of different priority, replayed as the operator carries it out.
 
-A higher-priority queue is served first (PRODUCT.md §4, "Order"), so what reclaim frees of it
-for a lower-priority queue goes back to it the next cycle: the evicted gang is pending again in
-the queue walked first, and it fits exactly where it ran. Found replaying Philly with one queue
-served first (`phalanx.sim.sharefloor` with eviction on): `6c71a0` reclaimed the same two 4-GPU
-gangs of `ee9e8c` 25 times in four minutes, each eviction throwing the run away, and its own gang
-never started; the replay spent hours in that loop.
+A queue of higher priority is served first (PRODUCT.md §4, "Order") and reclaimed last: a queue
+of lower priority owed its share still reclaims from it when it borrows. In the operator the
+evicted gang's pods come back only after the eviction is done (terminated, then made again by
+their controller), so never in the cycle that first sees the freed capacity, where the gang it
+was freed for binds. The engine requeued the victim at the same instant, and in its follow-up
+cycle the victim, walked first, took back what was freed, and reclaim evicted again, for ever:
+a Philly replay with one queue served first (`phalanx.sim.sharefloor`, eviction on) evicted the
+same two gangs 25 times in four minutes and never finished.
 """
 
 from __future__ import annotations
@@ -16,41 +18,34 @@ from phalanx.sim.engine import simulate
 from phalanx.sim.policies import get_policy
 from phalanx.sim.queues import QueueSpec
 
+JOBS = [
+    job("h1", 0, 8, 1000, tenant="hi"),
+    job("h2", 0, 8, 1000, tenant="hi"),
+    job("l1", 100, 8, 100, tenant="lo"),
+]
 
-def test_a_lower_priority_queue_waits_instead_of_reclaiming_in_a_loop() -> None:
+
+def test_a_lower_priority_queue_reclaims_once_and_its_gang_runs() -> None:
     """Two 8-GPU nodes; `hi` (priority 1) and `lo` (priority 0), equal weights. At 0 `hi`
     submits h1 and h2, 8 GPUs and 1,000 s each: `lo` has no demand, so `hi` borrows both nodes.
-    At 100 `lo` submits l1 (8 GPUs, 100 s): with both queues asking for the cluster each
-    deserves 8, so `hi` borrows 8 and `lo` is owed 8. Reclaiming h1 or h2 would free a node
-    that `hi`, walked first, takes back for its evicted gang the next cycle. So nothing is
-    evicted: l1 waits until h1 and h2 end at 1,000 and runs 1,000..1,100; h1 and h2 run once,
-    0..1,000. Before the guard, the replay evicted `hi`'s gangs cycle after cycle (the engine
-    re-runs a cycle up to three times at an instant after evictions) and l1 still started only
-    at 1,000."""
+    At 100 `lo` submits l1 (8 GPUs, 100 s): both queues asking for the cluster, each deserves 8,
+    so `hi` borrows 8 and `lo` is owed 8. At the cycle of 120 (the first on the 60 s grid after
+    100) reclaim evicts one of `hi`'s gangs — both have run as long, the lower id goes first:
+    h1 — and l1 starts on its node in the follow-up cycle at the same instant, 120..220. h1 is
+    pending again from the next cycle, 180, but nothing is free until l1 ends: it restarts at
+    the cycle of 240 and runs its 1,000 s again, to 1,240. One eviction. Before, the replay did
+    not end: h1 and h2 were evicted in turn every cycle and never ran their 1,000 s."""
     queues = [QueueSpec(name="hi", priority=1), QueueSpec(name="lo", priority=0)]
-    jobs = [
-        job("h1", 0, 8, 1000, tenant="hi"),
-        job("h2", 0, 8, 1000, tenant="hi"),
-        job("l1", 100, 8, 100, tenant="lo"),
-    ]
-    result = simulate(jobs, cluster(2), queues, get_policy("phalanx"), cycle_interval_s=60.0)
-    assert result.evictions == {}
-    got = {j.id: (j.start_s, j.end_s) for j in result.completed}
-    assert got == {"h1": (0, 1000), "h2": (0, 1000), "l1": (1020, 1120)}
-
-
-def test_an_equal_priority_queue_still_reclaims_what_it_is_owed() -> None:
-    """The same with both queues at priority 0: `lo`, below its share, is walked before `hi`
-    (above it), so the node reclaim frees is l1's. At the cycle of 120 (the first on the 60 s
-    grid after its submission at 100) one of `hi`'s gangs is reclaimed, the only eviction, and
-    l1 starts on its node in the engine's follow-up cycle at the same instant: 120..220."""
-    queues = [QueueSpec(name="hi"), QueueSpec(name="lo")]
-    jobs = [
-        job("h1", 0, 8, 1000, tenant="hi"),
-        job("h2", 0, 8, 1000, tenant="hi"),
-        job("l1", 100, 8, 100, tenant="lo"),
-    ]
-    result = simulate(jobs, cluster(2), queues, get_policy("phalanx"), cycle_interval_s=60.0)
+    result = simulate(JOBS, cluster(2), queues, get_policy("phalanx"), cycle_interval_s=60.0)
     assert result.evictions == {"Reclaimed": 1}
     got = {j.id: (j.start_s, j.end_s) for j in result.completed}
-    assert got["l1"] == (120, 220)
+    assert got == {"h1": (240, 1240), "h2": (0, 1000), "l1": (120, 220)}
+
+
+def test_at_equal_priority_the_same_reclaim() -> None:
+    """The same at priority 0 for both: the same single eviction and the same times."""
+    queues = [QueueSpec(name="hi"), QueueSpec(name="lo")]
+    result = simulate(JOBS, cluster(2), queues, get_policy("phalanx"), cycle_interval_s=60.0)
+    assert result.evictions == {"Reclaimed": 1}
+    got = {j.id: (j.start_s, j.end_s) for j in result.completed}
+    assert got == {"h1": (240, 1240), "h2": (0, 1000), "l1": (120, 220)}

@@ -399,7 +399,7 @@ class Walk:
                     self.policy.reclaim_newest_first,
                 )
             tol = self.policy.reclaim_tolerance
-            lenders = reclaim.lenders(prep.queues, w.queue.name, tol)
+            lenders = reclaim.lenders(prep.queues, w.queue, tol)
             # Candidates change only with the lenders and with evictions (`evicted` flags).
             ckey: tuple[object, ...] = ("reclaim", lenders, len(self.c.evictions))
             cands = self._candidates.get(ckey)

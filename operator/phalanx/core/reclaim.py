@@ -8,6 +8,12 @@ The guards of PRODUCT.md §4, and why each exists:
   is never taken below its deserved share — together with the previous guard this makes ping-pong
   impossible: after a reclaim the reclaimer is at or below its share and the victim at or above,
   so the victim cannot reclaim back;
+* never from a queue of higher priority than the reclaimer's: it is served first (PRODUCT.md §4,
+  "Order"), so its evicted gang, pending again and fitting exactly where it ran, takes back the
+  next cycle what was freed, and the reclaimer evicts again, for ever (found replaying Philly with
+  one queue served first: one queue reclaimed the same two gangs 25 times in four minutes, each
+  restart throwing the run away, and the victims never finished). Slurm's partition
+  `PriorityTier` is the same rule: a lower tier never preempts a higher one;
 * gangs already being evicted are skipped; gangs a PodDisruptionBudget protects right now come
   last (a budget orders victims, it never vetoes a needed reclaim: kube-scheduler treats budgets
   in preemption the same way);
@@ -44,6 +50,7 @@ def reclaim_candidates(
             or q.name == work.queue.name
             or not q.queue.reclaimable
             or not q.over_share
+            or q.queue.priority > work.queue.queue.priority
         ):
             continue
         out.append(r)
@@ -140,13 +147,21 @@ def candidates_from(
     tolerance: float = 0.0,
 ) -> list[RunState]:
     """`reclaim_candidates(work, …)` read off `reclaim_order`, from `lenders`."""
-    open_ = set(lenders(queues, work.queue.name, tolerance))
+    open_ = set(lenders(queues, work.queue, tolerance))
     return [r for r in order if not r.evicted and r.gang.queue in open_]
 
 
-def lenders(queues: dict[str, QueueState], own: str, tolerance: float = 0.0) -> tuple[str, ...]:
-    """The queues other than `own` that reclaim may take from (`lends`), in `queues`' order."""
-    return tuple(name for name, q in queues.items() if name != own and lends(q, tolerance))
+def lenders(
+    queues: dict[str, QueueState], own: QueueState, tolerance: float = 0.0
+) -> tuple[str, ...]:
+    """The queues other than `own` that reclaim for a gang of `own` may take from (`lends`),
+    in `queues`' order: none of higher priority than `own`'s (see the module docstring)."""
+    top = own.queue.priority
+    return tuple(
+        name
+        for name, q in queues.items()
+        if name != own.name and q.queue.priority <= top and lends(q, tolerance)
+    )
 
 
 def smallest_gangs(running: list[RunState]) -> dict[str, int]:
@@ -171,7 +186,8 @@ def why_not_reclaimed(
     numbers: what a user who reads "within its share" asks next is why nothing was evicted.
     `smallest` is `smallest_gangs` of the running gangs.
 
-    In the guards' order: no queue borrows beyond its share; those that borrow are not
+    In the guards' order: no queue borrows beyond its share; those that borrow are all of
+    higher priority (served first, they would take back what reclaim freed); they are not
     reclaimable; each reclaimable lender's every running gang is larger than what it borrows,
     so evicting any would take it below its deserved share (a whole gang or nothing); else the
     gangs that may be taken do not free room where `work` fits (their nodes, its topology).
@@ -180,6 +196,15 @@ def why_not_reclaimed(
     over = [q for name, q in queues.items() if q.over_share and name != own]
     if not over:
         return "reclaim has nothing to take back: no other queue borrows beyond its share"
+    top = work.queue.queue.priority
+    above = [q for q in over if q.queue.priority > top]
+    if len(above) == len(over):
+        return (
+            f"reclaim leaves what {_borrow(above)} alone: of higher priority than this queue's "
+            f"{top}, served first, {'it' if len(above) == 1 else 'they'} would take back what "
+            "it freed"
+        )
+    over = [q for q in over if q.queue.priority <= top]
     lenders = [q for q in over if lends(q, tolerance)]
     if not lenders:
         return (

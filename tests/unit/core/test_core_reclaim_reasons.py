@@ -116,3 +116,22 @@ def test_two_lenders_are_named_with_what_each_borrows() -> None:
         "; reclaim cannot take back what b (8) and c (8) borrow beyond their shares: "
         "not reclaimable"
     ), msg
+
+
+def test_a_lender_of_higher_priority_is_left_alone_and_named() -> None:
+    """24 GPUs, n00..n02, all held by `b` (priority 1): `h0`, `h1`, `h2`, 8 GPUs each. `a`
+    (priority 0) waits with `train`, one 8-GPU pod. Demand 8 + 24 > 24: `a` deserves its 8, `b`
+    16, so `b` borrows 8 and evicting one of its gangs would leave it at its 16 — reclaim is
+    allowed by every share guard. But `b` is served first, and its evicted gang, pending again,
+    would take the node back the next cycle, and reclaim would evict again. So nothing is
+    evicted, and the message says why, with the priority. At equal priority the same cycle
+    reclaims one of `b`'s gangs for `train`."""
+    hs = [running(f"h{i}").queue("b").on(n).started(NOW - 60) for i, n in enumerate((N0, N1, N2))]
+    train = gang("train").queue("a").pods(1).created(NOW - 10)
+    msg = _message(3, hs, [train], [queue("a"), queue("b").priority(1)])
+    assert msg.endswith(
+        "; reclaim leaves what b borrows (8 beyond its share) alone: of higher priority than "
+        "this queue's 0, served first, it would take back what it freed"
+    ), msg
+    r = schedule(snapshot(fabric(1, 1, 3), QUEUES, hs, [train]), Policy(), NOW)
+    assert [e.for_gang for e in r.evictions] == ["ns/train"], r.evictions

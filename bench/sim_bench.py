@@ -1625,32 +1625,37 @@ gang larger than its queue's share should ever start ahead of other queues' smal
 trade between its age and the other queues' shares, which the issue's goals leave open: the owner's
 call, with these figures.
 
-**Twenty-third round (2026-12-05, 12:20–14:00 UTC): the worst queue's floor with eviction on, and
-a replay that never ended; the simulator fixed.** The seventeenth round measured how long
-`ee9e8c` stays below its share when it is served before every other queue with eviction off, and
-could not finish the same replay with eviction on. On Philly's first 20,000 jobs (`--limit-jobs
+**Twenty-third round (2026-12-05, 12:20–14:30 UTC): the worst queue's floor with eviction on, and
+an eviction loop under queue priorities; fixed in the core.** The seventeenth round measured how
+long `ee9e8c` stays below its share when it is served before every other queue with eviction off,
+and could not finish the same replay with eviction on. On Philly's first 20,000 jobs (`--limit-jobs
 20000`, `medium`, compiled core) it did not finish either, and a look inside said why: `6c71a0`
 (priority 0) reclaimed a 4-GPU gang of `ee9e8c` (priority 1, served first); the engine put the
-evicted gang back among the pending at the same instant, and in its follow-up cycle at that
-instant `ee9e8c`, walked first, restarted it on the node just freed, and `6c71a0` reclaimed again.
-The same two gangs were evicted 25 times in four minutes, one gang's restarts passed 90,000, and
-the victims never finished (stopped after 63 min, over 777 simulated hours past the last
-arrival). A hand-worked two-queue replay looped the same way
-(`tests/unit/sim/test_sim_reclaim_priority.py`, into pytest's 600 s timeout). The operator
-does not: an evicted gang's pods come back only after
-the eviction is done (terminated, then made again by their controller, which the operator resumes
-once they are gone), and the gang reclaim was for holds the capacity being freed and binds in the
-cycle that first sees it free. Walked on the demo cluster (a priority-1 queue holding all 128 GPUs
-in one-pod Jobs, a priority-0 queue owed 8) and in a new integration test
-(`test_a_lower_priority_queue_reclaims_once_from_a_higher_one`): one reclaim, not repeated. So the
-engine was fixed, not the policy: a gang evicted at an instant is pending again only from the next
-cycle on the grid (`Replay._snapshot`; with a cycle at every event, the hand-worked idealisation,
-at once as before). That changes every replay in which a victim restarted at the instant it was
-evicted. On this slice the default moved from mean 4.47 h, p95 9.63 h, worst queue 21.2%, 744
-evictions and 23,500 GPU-h thrown away to 4.55 h, 9.32 h, 21.1%, 793 and 24,787 GPU-h; the
-Philly tables above were replayed before the fix and are to be replayed again. On the one-queue
-ITP traces reclaim never evicts. Replays now report their drain too (a line each 5% of jobs
-finished after the last arrival); this one had printed nothing for an hour.
+evicted gang back among the pending at the same instant, and in its follow-up cycle at that instant
+`ee9e8c`, walked first, restarted it on the node just freed, and `6c71a0` reclaimed again. The same
+two gangs were evicted 25 times in four minutes, one gang's restarts passed 90,000, and the victims
+never finished (stopped after 63 min, over 777 simulated hours past the last arrival). A
+hand-worked two-queue replay looped the same way (`tests/unit/sim/test_sim_reclaim_priority.py`,
+into pytest's 600 s timeout). So does the operator: on the demo cluster, a priority-1 queue holding
+all 128 GPUs in one-pod Jobs with four more waiting, and a priority-0 queue owed 8, it reclaimed
+638 times in 90 s and the owed gang never started — each time the freed node went to the queue
+served first (without a backlog, the evicted Job's pods came back too late to take it, and one
+reclaim stood). Fixed in the core (`reclaim.lenders`): a queue never reclaims from one of higher
+priority, which is served first and would take back what was freed, as a lower Slurm `PriorityTier`
+never preempts a higher one; the waiting gang's message says so ("reclaim leaves what b borrows (8
+beyond its share) alone: of higher priority than this queue's 0, served first, it would take back
+what it freed"), and an integration test with the backlog checks that nothing is evicted
+(`test_a_lower_priority_queue_does_not_reclaim_from_a_higher_one`, red without the guard). No
+replay of `make bench-sim` changes by it: every trace queue has priority 0. The engine was made
+truer too: a gang evicted at an instant is pending again only from the next cycle on the grid
+(`Replay._snapshot`; with a cycle at every event, the hand-worked idealisation, at once as before),
+as the operator's pods come back only after their eviction is done. That changes every replay in
+which a victim restarted at the instant it was evicted. On this slice the default moved from mean
+4.47 h, p95 9.63 h, worst queue 21.2%, 744 evictions and 23,500 GPU-h thrown away to 4.55 h, 9.32
+h, 21.1%, 793 and 24,787 GPU-h; the Philly tables above were replayed before the fix and are to be
+replayed again. On the one-queue ITP traces reclaim never evicts. Replays now report their drain
+too (a line each 5% of jobs finished after the last arrival); this one had printed nothing for an
+hour.
 
 | replay (Philly, first 20,000 jobs) | `ee9e8c` below 90% of share | worst queue | mean h | util. |
 |---|---|---|---|---|
@@ -1658,22 +1663,21 @@ finished after the last arrival); this one had printed nothing for an hour.
 | `phalanx` (the default) | 18.7% | `b436b2` 21.1% | 4.55 | 48.5% |
 | `volcano`, engine before the fix | 31.2% | `ee9e8c` 31.2% | 7.16 | 49.2% |
 | `ee9e8c` first, `phalanx`, eviction off | 27.2% | `23dbec` 57.0% | 5.85 | 49.0% |
-| `ee9e8c` first, `phalanx`, eviction on | 7.0% | `b436b2` 32.8% | 4.72 | 48.4% |
+| `ee9e8c` first, `phalanx`, eviction on | 11.7% | `b436b2` 25.8% | 4.63 | 48.6% |
 
 (`phalanx simulate … --limit-jobs 20000` for the first three rows, `python -m
 phalanx.sim.sharefloor … --queue ee9e8c --limit-jobs 20000 [--set reclaim=false --set
 preemption=false]` for the rest; 1–5 min each. A slice ends in a long drain, hence the low
 utilisation; its figures are not comparable with the full trace's. With eviction off nothing is
-evicted, so the engine fix cannot move that row.) On this slice the default keeps `ee9e8c`
-shorter than serving it first without eviction does (18.7% against 27.2%): its reclaims are what
-shorten `ee9e8c`'s time, so the seventeenth round's floor is a floor only for policies that never
-evict. Served first with eviction on, `ee9e8c` is well below the goal's 15% (7.0%), and the worst
-other queue rises to 32.8%: the pattern of the seventeenth round again, one queue reaching the
-goal only by coming first. Where the default's worst queue on the slice waits (`python -m
-phalanx.sim.starved … --limit-jobs 20000 --top 3`, before the fix): `b436b2`'s smallest owed gang
-is of 9–32 GPUs and waits behind reservations of queues within their shares (33.1% of its 159 h
-below) or finds no room (34.9%); for 51.3% of that time whole nodes were free but all reserved,
-the soonest due in 6–24 h.
+evicted, so the engine fix cannot move that row.) On this slice the default keeps `ee9e8c` shorter
+than serving it first without eviction does (18.7% against 27.2%): its reclaims are what shorten
+`ee9e8c`'s time, so the seventeenth round's floor is a floor only for policies that never evict.
+Served first with eviction on, `ee9e8c` is below the goal's 15% (11.7%), and the worst other queue
+rises to 25.8%: the pattern of the seventeenth round again, one queue reaching the goal only by
+coming first. Where the default's worst queue on the slice waits (`python -m phalanx.sim.starved …
+--limit-jobs 20000 --top 3`, before the fix): `b436b2`'s smallest owed gang is of 9–32 GPUs and
+waits behind reservations of queues within their shares (33.1% of its 159 h below) or finds no room
+(34.9%); for 51.3% of that time whole nodes were free but all reserved, the soonest due in 6–24 h.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

@@ -499,9 +499,9 @@ class Replay:
         pods come back only after the eviction is done — terminated, then made again by their
         controller, which the operator resumes once they are gone — so never in the cycle that
         first sees their capacity free, where the gang it was freed for binds. Requeued at the
-        same instant, a victim of a queue of higher priority (walked first) took back what was
-        freed in the engine's follow-up cycle, and reclaim evicted again, for ever (a Philly
-        replay with one queue served first never finished)."""
+        same instant, a victim could take back in the engine's follow-up cycle what was freed
+        for another gang, which the operator never lets it do (the loop that showed it, between
+        queues of different priority, is closed in the core: `reclaim.lenders`)."""
         queues = self.core_queues
         if self.policy.usage_decay:
             queues = [replace(q, usage=self.usage[q.name]) for q in queues]

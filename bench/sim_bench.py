@@ -2435,6 +2435,7 @@ def _previous(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
 
 def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Namespace) -> bool:
     """Whether a recorded replay is the one this benchmark would run now (timing aside)."""
+    from phalanx.sim.engine import replays_alike
     from phalanx.sim.policies import POLICIES
     from phalanx.sim.report import policy_config
 
@@ -2454,6 +2455,8 @@ def _matches(summary: dict[str, Any], label: str, policy: str, args: argparse.Na
         and summary.get("limit_jobs") == args.quick
         and summary.get("cycle_interval_s") == args.cycle_interval
         and _same_config(summary.get("policy_config"), policy_config(POLICIES[policy]))
+        # Recorded by an engine that replays it differently now (`ENGINE_REVISION`).
+        and replays_alike(summary)
     )
 
 

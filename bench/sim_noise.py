@@ -62,16 +62,43 @@ def record(
         "worst_queue": summary.get("queue_below_share_worst_own"),
         "kept": summary.get("gpu_utilization_kept", 0.0) * 100,
         "lost_gpu_h": summary.get("lost_gpu_hours"),
+        "evictions": sum(summary.get("evictions", {}).values()),
     }
     return {"label": label, "name": name, "policy": policy, "settings": settings,
             "phase": phase, "figures": figures, "wall_s": time.time() - began,
             "core_build": summary["core_build"],
+            "engine_revision": summary["engine_revision"],
             "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
 
 
 def recorded(path: Path = OUT) -> list[dict[str, Any]]:
     """Every line of the noise file (none if there is no file)."""
     return read_lines(path)
+
+
+def current(row: dict[str, Any]) -> bool:
+    """Whether a recorded line is what the engine replays now (`ENGINE_REVISION`), which for
+    revision 2 turns on whether the replay evicted. Lines before 2026-12-05 kept no eviction
+    count: one that kept the run thrown away evicted iff it threw run away (a gang is evicted a
+    cycle or more after it was bound); one that kept neither evicted unless it ran on a trace of
+    one queue (reclaim has no other queue to take from) without `preempt_starving` (trace jobs
+    share one priority, so nothing else preempts there: every such replay recorded with a count
+    since has 0)."""
+    from sim_bench import use_sources
+
+    use_sources()
+    from phalanx.sim.engine import replays_alike
+
+    f = row["figures"]
+    if "evictions" in f:
+        evicted = bool(f["evictions"])
+    elif "lost_gpu_h" in f:
+        evicted = bool(f["lost_gpu_h"])
+    else:
+        evicted = row["label"] == "philly" or float(row["settings"].get("preempt_starving", 0)) > 0
+    return replays_alike(
+        {"engine_revision": row.get("engine_revision", 1), "evictions": {"any": int(evicted)}}
+    )
 
 
 def against_volcano(
@@ -109,6 +136,33 @@ def met(rel: dict[str, float]) -> dict[str, bool]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The tables of the replays this engine would replay the same (`current`), then, apart,
+    those an earlier engine replayed differently, each compared with `volcano` of its own
+    engine: kept, as the rounds of SIM.md quote them, but not mixed with what runs now."""
+    now = [r for r in rows if current(r)]
+    older = [r for r in rows if not current(r)]
+    # A `volcano` replay the engine change left as it was is the yardstick of the older ones too.
+    old_bases = {(r["label"], r["phase"]) for r in older if r["name"] == "volcano"}
+    older += [
+        r
+        for r in now
+        if r["name"] == "volcano"
+        and (r["label"], r["phase"]) not in old_bases
+        and any(o["label"] == r["label"] for o in older)
+    ]
+    out = _tables(now)
+    if older:
+        out += [
+            "Replayed by an earlier engine (`phalanx.sim.engine.ENGINE_REVISION`: what each "
+            "revision changed is in its docstring), compared with `volcano` of the same "
+            "engine; a setting not replayed since is judged by these:",
+            "",
+            *_tables(older, " (earlier engine)"),
+        ]
+    return out
+
+
+def _tables(rows: list[dict[str, Any]], suffix: str = "") -> list[str]:
     """Per trace: each policy's figures at every phase, then the medians and how many phases
     meet each goal. The worst queue's time below 90% of its own share is a goal on Philly
     only (one queue elsewhere); it is shown wherever it was recorded."""
@@ -116,7 +170,7 @@ def markdown(rows: list[dict[str, Any]]) -> list[str]:
     figures = {(r["label"], r["name"], r["phase"]): r["figures"] for r in rows}
     rel = against_volcano(rows)
     for label in sorted({r["label"] for r in rows}):
-        out += [f"**{label}**", ""]
+        out += [f"**{label}{suffix}**", ""]
         out += [
             "| policy | phase s | util. | mean h | p95 h | largest worst h | worst queue "
             "| util. vs volcano | mean vs volcano | p95 vs volcano | largest vs volcano |",
@@ -200,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen.append((name, policy, settings))
     for name, policy, text in args.custom:
         chosen.append((name, policy, dict(p.split("=", 1) for p in text.split(",") if p)))
-    done = {(r["label"], r["name"], r["phase"]) for r in recorded(args.out)}
+    done = {(r["label"], r["name"], r["phase"]) for r in recorded(args.out) if current(r)}
     for label in args.only or LABELS:
         for phase in args.phase or PHASES:
             for name, policy, settings in chosen:

@@ -37,8 +37,9 @@ import math
 import random
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from phalanx.core import (
     CPU,
@@ -73,6 +74,36 @@ from phalanx.sim.queues import DEFAULT_QUEUE, QueueSpec, queue_of
 from phalanx.sim.series import QueueSeries, StepSeries
 from phalanx.sim.time_limits import time_limit_for
 from phalanx.sim.traces import TraceJob
+
+ENGINE_REVISION = 2
+"""Which replay this engine runs, recorded in every summary, so that a benchmark keeping
+finished replays (`make bench-sim --reuse`, `bench/sim_noise.py`) does not keep one that the
+engine now replays differently. Raise it with every change that can move a replay's figures,
+and say in `UNMOVED_BY` which recorded replays the change leaves as they were.
+
+1. The engine until 2026-12-05.
+2. A gang evicted at an instant is pending again only from the next cycle on the grid, as the
+   operator's pods come back only after their eviction is done (`Replay._snapshot`); before,
+   it was requeued among the pending in that instant's follow-up cycles."""
+
+UNMOVED_BY: dict[int, Callable[[Mapping[str, Any]], bool]] = {
+    2: lambda summary: not any(dict(summary.get("evictions") or {}).values()),
+}
+"""Revision → whether a summary recorded before it is still what the engine replays: the
+next-cycle requeue of revision 2 acts only on evicted gangs, so a replay that evicted nothing
+is unchanged by it."""
+
+
+def replays_alike(summary: Mapping[str, Any]) -> bool:
+    """Whether a recorded summary is what this engine replays now: recorded at this revision
+    (one without `engine_revision` predates it: revision 1), or every revision since leaves it
+    unmoved (a revision without a rule in `UNMOVED_BY` moves every replay)."""
+    recorded = int(summary.get("engine_revision", 1))
+    return recorded == ENGINE_REVISION or all(
+        rev in UNMOVED_BY and UNMOVED_BY[rev](summary)
+        for rev in range(recorded + 1, ENGINE_REVISION + 1)
+    )
+
 
 MAX_POD_RESTARTS = 50
 """`pod` baseline: a job whose gang timed out this often is given up (left unfinished), so a

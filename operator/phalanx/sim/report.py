@@ -30,7 +30,7 @@ from typing import Any
 
 from phalanx.core_build import core_build
 from phalanx.sim import metrics
-from phalanx.sim.engine import SimResult
+from phalanx.sim.engine import ENGINE_REVISION, SimResult
 from phalanx.sim.policies import SimPolicy
 
 SHARE_TOLERANCE = 0.1
@@ -126,6 +126,7 @@ def summarize(result: SimResult, **context: Any) -> dict[str, Any]:
             "cycle_interval_s": result.cycle_interval_s,
             "cycle_phase_s": result.cycle_phase_s,
             "core_build": core_build(),
+            "engine_revision": ENGINE_REVISION,
             "cluster_gpus": total,
             "job_count": len(jobs),
             "unfinished": result.unfinished,

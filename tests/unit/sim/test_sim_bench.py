@@ -163,3 +163,24 @@ def test_the_benchmark_says_one_line_for_a_missing_trace_and_exits_1(
         f"sim_bench: itp-cluster05 pod: {missing}: cannot open: No such file or directory; "
         "check the path, and that the file is a trace of the kind given (KIND:PATH)"
     )
+
+
+def test_a_replay_an_older_engine_would_replay_differently_is_not_reused(
+    bench: ModuleType,
+) -> None:
+    """Revision 2 of the engine requeues an evicted gang at the next cycle: a replay recorded
+    before it (no `engine_revision`) is kept only if it evicted nothing; one recorded at the
+    current revision is kept whatever it evicted."""
+    from phalanx.sim.engine import ENGINE_REVISION
+
+    args = bench.argparse.Namespace(quick=40, cycle_interval=60.0)
+    trace = next(t for label, t, _, _ in bench.runs() if label == "itp-cluster05")
+    base: dict[str, Any] = {"trace": trace, "shape": "small", "limit_jobs": 40,
+                            "cycle_interval_s": 60.0,
+                            "policy_config": policy_config(POLICIES["phalanx"])}  # fmt: skip
+    assert ENGINE_REVISION == 2
+    assert bench._matches(dict(base, evictions={}), "itp-cluster05", "phalanx", args)
+    assert bench._matches(dict(base, evictions={"Reclaimed": 0}), "itp-cluster05", "phalanx", args)
+    evicted = dict(base, evictions={"Reclaimed": 3})
+    assert not bench._matches(evicted, "itp-cluster05", "phalanx", args)
+    assert bench._matches(dict(evicted, engine_revision=2), "itp-cluster05", "phalanx", args)

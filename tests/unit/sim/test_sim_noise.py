@@ -70,3 +70,28 @@ def test_the_report_quotes_medians_and_how_many_phases_meet_each_goal(noise: Mod
     assert (
         "| phalanx | 0 | 69.80% | 7.50 | 40.00 | 40.0 | 25.9% | -0.20 pt | -25.0% | +0.0% |" in text
     )
+
+
+def test_lines_an_older_engine_replays_differently_are_reported_apart(noise: ModuleType) -> None:
+    """A line of revision 1 that evicted (its eviction count, else run thrown away, else a
+    trace of several queues) goes to the earlier engine's tables, compared with that engine's
+    `volcano` there, or with today's if the change left `volcano` as it was."""
+    evicting = dict(_row("phalanx", 0, 69.0, 5.0, 40.0, 40.0), label="philly")
+    kept = dict(_row("volcano", 0, 70.0, 10.0, 40.0, 100.0), label="philly", engine_revision=2)
+    assert not noise.current(evicting)
+    assert noise.current(kept)
+    lost = dict(_row("x", 0, 69.0, 5.0, 40.0, 40.0))
+    lost["figures"] = dict(lost["figures"], lost_gpu_h=3.5)
+    assert not noise.current(lost)
+    assert noise.current(dict(lost, figures=dict(lost["figures"], lost_gpu_h=0.0)))
+    assert noise.current(_row("one-queue", 0, 69.0, 5.0, 40.0, 40.0))
+    preempting = dict(_row("p", 0, 69.0, 5.0, 40.0, 40.0), settings={"preempt_starving": "2"})
+    assert not noise.current(preempting)
+    counted = dict(evicting, figures=dict(evicting["figures"], evictions=0))
+    assert noise.current(counted)
+    text = "\n".join(noise.markdown([evicting, kept]))
+    now, _, older = text.partition("Replayed by an earlier engine")
+    assert "| volcano | 0 |" in now and "| phalanx | 0 |" not in now
+    assert "**philly (earlier engine)**" in older
+    # Compared with the yardstick the change left alone: mean 5/10 − 1 = −50%.
+    assert "| phalanx | 0 | 69.00% | 5.00 | 40.00 | 40.0 | – | -1.00 pt | -50.0% |" in older

@@ -240,6 +240,55 @@ def test_an_elastic_gang_runs_its_minimum_then_its_extras_when_room_appears(
     assert status["phase"] == "Running" and _evicted(status) is None, status
 
 
+def test_a_required_leaf_jobs_next_wave_of_members_is_bound_under_one_leaf(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """A Job of 6 completions, 3 at a time, in a PodGroup with `required: leaf`; a blocker holds
+    2 of the first leaf's 4 nodes. The first 3 pods run under one leaf and succeed together
+    (3 s), none of the gang is then bound, and the Job makes its next 3: they too go under one
+    leaf, not 2 to the first leaf's free nodes and 1 elsewhere (walked on the demo cluster: the
+    second wave was bound across two leaves)."""
+    custom = phalanx_api
+    leaf, _ = _one_leaf(cluster)
+    _create_group(custom, ns, pod_group("block", 2))
+    for i in range(2):
+        cluster.core.create_namespaced_pod(
+            ns, gang_pod(f"block-{i}", "block", 8, node_selector={LEAF: leaf})
+        )
+    wait_for(
+        lambda: (n := nodes_of(cluster, ns, "block")) and all(n.values()) and len(n) == 2,
+        timeout=60,
+        what="the blocker to hold 2 of the first leaf's 4 nodes",
+    )
+    _create_group(custom, ns, pod_group("waves", 3, topology={"required": "leaf"}))
+    job = gang_job("waves", "waves", 3, 8)
+    job["spec"]["completions"] = 6
+    job["spec"]["template"]["metadata"]["annotations"] = {"phalanx.dev/run-for": "3s"}
+    cluster.batch.create_namespaced_job(ns, job)
+
+    def complete() -> bool:
+        conds = cluster.batch.read_namespaced_job("waves", ns).status.conditions or []
+        return any(c.type == "Complete" and c.status == "True" for c in conds)
+
+    wait_for(complete, timeout=120, what="the Job of 6 completions, 3 at a time, to be Complete")
+    leaf_of = {
+        n.metadata.name: (n.metadata.labels or {}).get(LEAF) for n in cluster.core.list_node().items
+    }
+    pods = sorted(
+        _pods(cluster, ns, "waves"), key=lambda p: (p.metadata.creation_timestamp, p.metadata.name)
+    )
+    assert len(pods) == 6, [p.metadata.name for p in pods]
+    waves = [pods[:3], pods[3:]]
+    leaves = [{leaf_of[p.spec.node_name] for p in wave} for wave in waves]
+    where = [[(p.metadata.name, p.spec.node_name) for p in w] for w in waves]
+    assert all(len(w) == 1 for w in leaves), f"each wave under one leaf: {where}"
+    wait_for(
+        lambda: group_status(custom, ns, "waves").get("phase") == "Succeeded",
+        timeout=30,
+        what="the gang to be Succeeded with its Job",
+    )
+
+
 def _fail_pod(cluster: Cluster, ns: str, name: str) -> None:
     cluster.core.patch_namespaced_pod_status(name, ns, {"status": {"phase": "Failed"}})
 

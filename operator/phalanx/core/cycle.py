@@ -1723,6 +1723,8 @@ class Walk:
             of_leaf = topo.level_domain_of_leaf[required_level]
             doms = {of_leaf[lf] for lf in leaves}
             scope = {lf for lf in range(len(topo.leaf_nodes)) if of_leaf[lf] in doms}
+        elif required_level is not None:
+            scope = self._wave_scope(extras, required_level, view)
         placed: list[tuple[str, int]] = []
         for member, shape in extras:
             if queue is not None and queue.limit is not None:
@@ -1763,6 +1765,40 @@ class Walk:
                         _why_member_waits(st, view, shape, [n for n in cands if n in feasible])
                     )
         return placed
+
+    def _wave_scope(
+        self, extras: list[tuple[Member, Shape]], level: int, view: NowView
+    ) -> set[int]:
+        """The leaves of the one domain of `level` that the members of a gang with a required
+        level may use when none of its members is bound (its earlier ones all succeeded: the
+        next wave of a Job of more completions than parallelism): the domain where most of them
+        fit now, the first such in the fabric's order. Without it each member took the first
+        node free wherever it was, and one wave of a `required: leaf` gang was bound across two
+        leaves; the members left over wait for that domain, as replacements beside running
+        members wait for theirs."""
+        topo = self.prep.topo
+        of_leaf = topo.level_domain_of_leaf[level]
+        by_domain: dict[int, list[int]] = {}
+        for lf in range(len(topo.leaf_nodes)):
+            by_domain.setdefault(of_leaf[lf], []).append(lf)
+        best, best_fit = -1, -1
+        for domain in sorted(by_domain):
+            left: dict[int, list[int]] = {}
+            fit = 0
+            for _, shape in extras:
+                of = shape.feasible.leaf_nodes
+                for n in (n for lf in by_domain[domain] for n in of.get(lf, [])):
+                    cap = left.get(n)
+                    if cap is None:
+                        cap = left[n] = list(view.node_capacity(n))
+                    if count_fit(cap, shape.req) > 0:
+                        for i, v in enumerate(shape.vec):
+                            cap[i] -= v
+                        fit += 1
+                        break
+            if fit > best_fit:
+                best, best_fit = domain, fit
+        return set(by_domain.get(best, []))
 
 
 def _why_member_waits(st: ClusterState, view: NowView, shape: Shape, nodes: list[int]) -> str:

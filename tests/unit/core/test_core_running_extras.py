@@ -55,6 +55,43 @@ def test_a_required_leaf_keeps_replacements_under_it() -> None:
     }
 
 
+def test_a_required_leaf_keeps_the_next_wave_under_one_leaf_when_none_runs() -> None:
+    """el requires one leaf; its first members all succeeded, so none is bound, and 3 more
+    (a Job of 6 completions, 3 at a time) wait. s0-l0-n00 is full (another gang): s0-l0 fits 1
+    of them, s0-l1 both its nodes' worth, 2. The wave goes under s0-l1, the leaf where most of it
+    fits, and the third waits for that leaf, not for any node. Walked on the demo cluster: the
+    second wave of such a Job was bound across two leaves, one member per free node."""
+    snap = snapshot(
+        fabric(1, 2, 2),
+        running=[running("el").waiting(3).required("leaf"), running("other").on("s0-l0-n00")],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {"ns/el": {"el-w000": "s0-l1-n00", "el-w001": "s0-l1-n01"}}
+    assert result.extras_waiting == {
+        "ns/el": "needs 8 GPUs on one node; the most free on a node it may use is 0"
+    }
+
+
+def test_a_required_spine_wave_goes_under_the_spine_where_it_all_fits() -> None:
+    """The same at the spine level: el requires one spine, none of it is bound, 4 members
+    wait. Spine s0 (2 leaves × 2 nodes) has 3 free nodes (s0-l0-n00 is taken), s1 all 4: the
+    wave goes under s1, over both its leaves (the level required is the spine, not the leaf)."""
+    snap = snapshot(
+        fabric(2, 2, 2),
+        running=[running("el").waiting(4).required("spine"), running("other").on("s0-l0-n00")],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {
+        "ns/el": {
+            "el-w000": "s1-l0-n00",
+            "el-w001": "s1-l0-n01",
+            "el-w002": "s1-l1-n00",
+            "el-w003": "s1-l1-n01",
+        }
+    }
+    assert result.extras_waiting == {}
+
+
 def test_a_running_gangs_waiting_members_take_their_turn_among_the_pending_gangs() -> None:
     """One free node (s0-l0-n01). el, created at t=100, runs and has a member waiting; `next`
     (one pod) was created at t=500: el's member comes first in the queue's order (older) and

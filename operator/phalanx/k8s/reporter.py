@@ -643,14 +643,16 @@ class Reporter:
         every = self.config.pod_condition_refresh_s
         budget = POD_CONDITIONS_PER_CYCLE - len(self.pod_writes)
         # (gang, what its waiting pods are told, pods placed now, topic): a message turning to
-        # another topic (a gang that started, its extras still waiting) is written at once;
-        # within one, numbers that drift are rewritten at most every `pod_condition_refresh_s`.
+        # another topic (the gang's reason turning, from WaitingForPods to
+        # TopologyUnsatisfiable say, or a gang that started, its extras still waiting) is
+        # written at once; within one, numbers that drift are rewritten at most every
+        # `pod_condition_refresh_s`.
         waits: list[tuple[Gang, str, Mapping[str, str], str]] = []
         for key in sorted(view.pending):
             core = result.gangs.get(key)
             if core is None or key in result.bindings or core.reason in _BOUND:
                 continue
-            waits.append((view.gangs[key], core.message, {}, "gang"))
+            waits.append((view.gangs[key], core.message, {}, f"gang {core.reason}"))
         for key, why in result.extras_waiting.items():
             # Members of a gang that runs (beyond minMember, or replacements) that did not fit.
             gang = view.gangs.get(key)

@@ -573,3 +573,24 @@ def test_the_member_failure_at_the_limit_is_the_last_and_the_gang_is_written_fai
     api = FakeApi()
     cycle(scheduler(api, [], [marked]))
     assert not [s for s in api.statuses if s.get("phase") == "Failed"], api.statuses
+
+
+def test_a_pending_pods_condition_turns_at_once_when_its_gangs_reason_does() -> None:
+    """Cycle 1: only a of g's 2 pods (16 GPUs each, nodes of 8) exists: a is told the gang
+    waits for its pods. Cycle 2, in the same minute: b exists too, and the gang waits because
+    no node can hold a member; a is told that at once, not left saying "1 of 2 pods exist" for
+    the refresh interval, which is for numbers that drift within one reason (walked: the first
+    4 pods of a 5-pod gang kept "k of 5 pods exist" while the gang said
+    `TopologyUnsatisfiable`)."""
+    api = FakeApi()
+    a = pod("a", group="g", gpus=16)
+    sched = scheduler(api, [a], [group("g", 2)])
+    cycle(sched)
+    first = api.pod_conditions["a"]["message"]
+    assert first == "gang ns/g: 1 of 2 pods exist", first
+    shown = {**a, "status": {"phase": "Pending", "conditions": [dict(api.pod_conditions["a"])]}}
+    sched.source = ListSource([shown, pod("b", group="g", gpus=16)], [group("g", 2)])
+    cycle(sched)
+    now = api.pod_conditions["a"]["message"]
+    assert now != first and "1 of 2 pods exist" not in now, now
+    assert now == api.pod_conditions["b"]["message"], "both members say their gang's message"

@@ -2236,25 +2236,42 @@ def mechanisms_markdown(payload: dict[str, Any]) -> list[str]:
         "volcano |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    from phalanx.sim.engine import replays_alike
+
     results = payload["results"]
     order = {lab: i for i, lab in enumerate(COMPARED)}
+    older = 0
     for r in sorted(rows, key=lambda r: (order.get(r["label"], 99), r["name"])):
         s = r["summary"]
         vo = results.get(r["label"], {}).get("volcano")
         vs = "–"
-        if vo is not None:
+        name = r["name"]
+        if not replays_alike(s):
+            # Replayed by an engine that replays it differently now: its figures stand as that
+            # engine measured them, but today's `volcano` is no yardstick for them.
+            older += 1
+            name += " (earlier engine)"
+        elif vo is not None:
             g = goal_figures(s, vo, r["label"])
             vs = f"{_pct(g['mean_wait_ratio'])} / {_pct(g['largest_gang_wait_ratio'])} / " + _pct(
                 g["p95_ratio"]
             )
         sets = ", ".join(f"{k}={v}" for k, v in sorted(r["settings"].items())) or "–"
         lines.append(
-            f"| {r['label']} | {r['name']} | {r['policy']} | {sets} | "
+            f"| {r['label']} | {name} | {r['policy']} | {sets} | "
             f"{s['gpu_utilization']:.2%} | {_h(s['wait_mean_s'])} | {_h(s['wait_p95_s'])} | "
             f"{_h(s['largest_gang_wait_max_s'])} | "
             f"{_f(s['queue_below_share_worst_own'], '.1%')} | {vs} |"
         )
     lines.append("")
+    if older:
+        lines += [
+            f"{older} rows marked *earlier engine* were replayed before a change of the "
+            "simulator that moves them (`phalanx.sim.engine.ENGINE_REVISION`, whose docstring "
+            "says what each revision changed): they are not compared with the `volcano` replay "
+            "above; the round that measured each compares it with the `volcano` of its time.",
+            "",
+        ]
     return lines
 
 
@@ -2268,6 +2285,8 @@ def pareto_plot(payload: dict[str, Any], path: Path = PARETO_PNG) -> Path | None
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    from phalanx.sim.engine import replays_alike
+
     rows = settings_rows()
     labels = [lab for lab in COMPARED if lab in payload["results"]]
     if not labels:
@@ -2286,9 +2305,12 @@ def pareto_plot(payload: dict[str, Any], path: Path = PARETO_PNG) -> Path | None
                 continue
             s = r["summary"]
             x, y = s["wait_mean_s"] / 3600, (s["largest_gang_wait_max_s"] or 0) / 3600
-            ax.scatter([x], [y], marker="x", color="grey", zorder=2)
-            ax.annotate(r["name"], (x, y), fontsize=6, color="grey", xytext=(3, -8),
-                        textcoords="offset points")  # fmt: skip
+            # An earlier engine's replay (`ENGINE_REVISION`): shown, fainter, and marked.
+            now = replays_alike(s)
+            shade = "grey" if now else "silver"
+            ax.scatter([x], [y], marker="x" if now else "+", color=shade, zorder=2)
+            ax.annotate(r["name"] + ("" if now else " (earlier engine)"), (x, y), fontsize=6,
+                        color=shade, xytext=(3, -8), textcoords="offset points")  # fmt: skip
         vo = payload["results"][label].get("volcano")
         if vo is not None and vo.get("largest_gang_wait_max_s"):
             gx, gy = 0.8 * vo["wait_mean_s"] / 3600, 0.5 * vo["largest_gang_wait_max_s"] / 3600

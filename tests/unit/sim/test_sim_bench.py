@@ -184,3 +184,27 @@ def test_a_replay_an_older_engine_would_replay_differently_is_not_reused(
     evicted = dict(base, evictions={"Reclaimed": 3})
     assert not bench._matches(evicted, "itp-cluster05", "phalanx", args)
     assert bench._matches(dict(evicted, engine_revision=2), "itp-cluster05", "phalanx", args)
+
+
+def test_a_setting_replayed_by_an_earlier_engine_is_marked_and_not_compared(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mechanisms table: a Philly setting recorded before revision 2 that evicted is shown
+    as the earlier engine measured it, marked, with no comparison against today's `volcano`;
+    one that evicted nothing is compared as before."""
+    summary = {"wait_mean_s": 3600.0, "wait_p95_s": 7200.0, "largest_gang_wait_max_s": 36000.0,
+               "gpu_utilization": 0.7, "queue_below_share_worst_own": 0.2}  # fmt: skip
+    volcano = dict(summary, wait_mean_s=7200.0, evictions={}, engine_revision=2)
+    rows = [
+        {"label": "philly", "name": "old", "policy": "phalanx", "settings": {},
+         "summary": dict(summary, evictions={"Reclaimed": 5})},
+        {"label": "philly", "name": "calm", "policy": "phalanx", "settings": {},
+         "summary": dict(summary, evictions={})},
+    ]  # fmt: skip
+    monkeypatch.setattr(bench, "settings_rows", lambda: rows)
+    text = "\n".join(bench.mechanisms_markdown({"results": {"philly": {"volcano": volcano}}}))
+    old = next(line for line in text.splitlines() if "| old" in line)
+    calm = next(line for line in text.splitlines() if "| calm" in line)
+    assert "old (earlier engine)" in old and old.endswith("| – |"), old
+    assert "(earlier engine)" not in calm and "-50%" in calm, calm
+    assert "1 rows marked *earlier engine*" in text

@@ -20,6 +20,7 @@ as a policy of its own.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -54,6 +55,19 @@ def record(
     summary, _ = run_simulation(
         trace, shape, policy, cycle_interval_s=60.0, cycle_phase_s=phase, settings=settings
     )
+    return line_of(label, name, policy, settings, phase, summary, time.time() - began)
+
+
+def line_of(
+    label: str,
+    name: str,
+    policy: str,
+    settings: dict[str, str],
+    phase: float,
+    summary: dict[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """One replay's JSON line from its summary."""
     figures = {
         "util": summary["gpu_utilization"] * 100,
         "mean": summary["wait_mean_s"] / 3600,
@@ -65,10 +79,24 @@ def record(
         "evictions": sum(summary.get("evictions", {}).values()),
     }
     return {"label": label, "name": name, "policy": policy, "settings": settings,
-            "phase": phase, "figures": figures, "wall_s": time.time() - began,
+            "phase": phase, "figures": figures, "wall_s": wall_s,
             "core_build": summary["core_build"],
-            "engine_revision": summary["engine_revision"],
+            "engine_revision": summary.get("engine_revision", 1),
             "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+
+
+def from_bench(label: str, policy: str, path: Path) -> dict[str, Any] | None:
+    """Phase 0 of a named policy is the replay `make bench-sim` records (cycles at multiples
+    of 60 s): its line, taken from that results file instead of replayed (None if it holds no
+    such replay)."""
+    payload = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    summary = payload.get("results", {}).get(label, {}).get(policy)
+    if summary is None or summary.get("cycle_interval_s") != 60.0 or summary.get("limit_jobs"):
+        return None
+    line = line_of(label, policy, policy, {}, 0.0, summary, summary.get("wall_s", 0.0))
+    line["from"] = f"{path.relative_to(ROOT)} (the recorded replay: cycles at multiples of 60 s)"
+    line["finished_at"] = summary.get("finished_at", line["finished_at"])
+    return line
 
 
 def recorded(path: Path = OUT) -> list[dict[str, Any]]:
@@ -237,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a setting not in bench/sim_settings.py",
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--from-bench",
+        type=Path,
+        metavar="SIM_JSON",
+        help="take phase 0 of the named policies from this `make bench-sim` results file "
+        "instead of replaying it (the same replay)",
+    )
     parser.add_argument("--report", action="store_true", help="print the tables and stop")
     args = parser.parse_args(argv)
     if args.report:
@@ -261,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
                 if (label, name, phase) in done:
                     print(f"{label} {name} phase {phase:g}: recorded, skipped", flush=True)
                     continue
-                line = record(label, name, policy, settings, phase)
+                taken = None
+                if args.from_bench and phase == 0 and name == policy and not settings:
+                    taken = from_bench(label, policy, args.from_bench)
+                line = taken or record(label, name, policy, settings, phase)
                 f = line["figures"]
                 print(
                     f"{label} {name} phase {phase:g}: util {f['util']:.2f}%, mean "

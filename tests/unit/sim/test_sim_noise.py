@@ -95,3 +95,33 @@ def test_lines_an_older_engine_replays_differently_are_reported_apart(noise: Mod
     assert "**philly (earlier engine)**" in older
     # Compared with the yardstick the change left alone: mean 5/10 − 1 = −50%.
     assert "| phalanx | 0 | 69.00% | 5.00 | 40.00 | 40.0 | – | -1.00 pt | -50.0% |" in older
+
+
+def test_phase_0_is_taken_from_the_bench_replay_when_asked(
+    noise: ModuleType, tmp_path: Path
+) -> None:
+    """`--from-bench`: phase 0 of a named policy is `make bench-sim`'s replay; its line is made
+    from that summary (figures in hours and per cent, the eviction count, the engine) and says
+    where it came from; a replay of a job slice or another interval is not that replay."""
+    import json
+
+    summary = {"gpu_utilization": 0.775, "wait_mean_s": 3600 * 8.94, "wait_p95_s": 3600 * 22.0,
+               "largest_gang_wait_max_s": 3600 * 110.0, "queue_below_share_worst_own": 0.39,
+               "lost_gpu_hours": 60000.0, "evictions": {"Reclaimed": 9000},
+               "core_build": "mypyc", "engine_revision": 2, "cycle_interval_s": 60.0,
+               "limit_jobs": None, "wall_s": 668.0}  # fmt: skip
+    path = noise.ROOT / "bench" / "results" / f"tmp-{tmp_path.name}.json"
+    try:
+        path.write_text(json.dumps({"results": {"philly": {"volcano": summary}}}))
+        line = noise.from_bench("philly", "volcano", path)
+        assert line is not None and line["phase"] == 0.0 and line["from"].startswith("bench/")
+        assert line["figures"]["mean"] == pytest.approx(8.94)
+        assert line["figures"]["util"] == pytest.approx(77.5)
+        assert line["figures"]["evictions"] == 9000 and line["engine_revision"] == 2
+        assert noise.current(line)
+        assert noise.from_bench("philly", "phalanx", path) is None
+        sliced = {"results": {"philly": {"volcano": dict(summary, limit_jobs=20000)}}}
+        path.write_text(json.dumps(sliced))
+        assert noise.from_bench("philly", "volcano", path) is None
+    finally:
+        path.unlink(missing_ok=True)

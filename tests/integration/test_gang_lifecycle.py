@@ -614,8 +614,13 @@ def test_with_a_member_failure_limit_a_job_that_never_starts_ends_failed_with_it
         (ended,) = [c for c in status["conditions"] if c["type"] == "Finished"]
         assert ended["reason"] == "MemberFailuresExceeded", ended
         assert ended["message"].startswith("evicted for member failures 2 times, at most 2"), ended
-        mark = _condition(status, "Evicted", "MemberFailed")
-        assert mark is not None and "member failure 2 of at most 2" in mark["message"], status
+        # Its last eviction is over and it will not run again: `Evicted` says so.
+        mark = _condition(status, "Evicted", "Failed")
+        assert mark is not None and mark["status"] == "False", status
+        assert mark["message"] == (
+            "ended Failed (MemberFailuresExceeded) while its eviction (MemberFailed) was under "
+            "way: not placed again"
+        ), mark
         job = wait_for(
             lambda: (
                 (j := cluster.batch.read_namespaced_job("never", ns)).status.conditions

@@ -44,6 +44,7 @@ from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
 from phalanx.k8s.status import (
     condition,
     diff,
+    eviction_closed,
     kept_condition,
     merge_conditions,
     merge_patch,
@@ -375,6 +376,9 @@ class Reporter:
             # Event that said so is gone within the hour, and a gang that ran still shows its
             # bind in `Scheduled`.
             changed = [condition(previous, "Finished", "True", d.reason, d.message, now)]
+            closed = eviction_closed(previous, str(Phase.FAILED), str(d.reason), now)
+            if closed is not None:
+                changed.append(closed)
             waiting = next(
                 (
                     c
@@ -440,9 +444,11 @@ class Reporter:
             }
             if d.phase is Phase.SUCCEEDED:
                 done = _succeeded(gang.succeeded, gang.min_member)
+                phase = str(Phase.SUCCEEDED)
+                ended = [condition(gang.status, "Finished", "True", phase, done, now)]
+                closed = eviction_closed(gang.status, phase, done, now)
                 desired["conditions"] = merge_conditions(
-                    gang.status,
-                    [condition(gang.status, "Finished", "True", str(Phase.SUCCEEDED), done, now)],
+                    gang.status, ended if closed is None else [*ended, closed]
                 )
             return desired
         return None

@@ -86,6 +86,24 @@ def not_evicted(previous: Mapping[str, Any], now: float) -> dict[str, Any]:
     return condition(previous, "Evicted", "False", "Running", message, now)
 
 
+def eviction_closed(
+    previous: Mapping[str, Any], phase: str, why: str, now: float
+) -> dict[str, Any] | None:
+    """`Evicted=False` (reason the phase it ended in) for a gang that ends while an eviction
+    of it was under way, as `Evicted=True` says the gang waits to run again (PRODUCT §2) and an
+    ended gang never does; None when no eviction was open. Walked: a Job (`backoffLimit: 0`)
+    whose member failed was `Failed`/`WorkloadFailed` and still said "evicting the gang whole so
+    that it restarts whole"."""
+    old = condition_of(previous, "Evicted")
+    if old is None or old.get("status") != "True":
+        return None
+    message = (
+        f"ended {phase} ({why}) while its eviction ({old.get('reason') or 'Evicted'}) was under "
+        "way: not placed again"
+    )
+    return condition(previous, "Evicted", "False", phase, message, now)
+
+
 def kept_condition(
     previous: Mapping[str, Any], phase: str, reason: str, message: str, now: float
 ) -> dict[str, Any] | None:

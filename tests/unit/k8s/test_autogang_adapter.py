@@ -324,6 +324,15 @@ def test_a_gang_whose_job_failed_after_its_pods_were_evicted_is_failed_not_waiti
         "WorkloadFailed",
         "its workload reports Failed",
     ), ended
+    # `Evicted=True` says it waits to run again; it never will (walked: a Job whose member
+    # failed was Failed and still said "evicting the gang whole so that it restarts whole").
+    (closed,) = [c for c in api.statuses[-1]["conditions"] if c["type"] == "Evicted"]
+    assert (closed["status"], closed["reason"], closed["message"]) == (
+        "False",
+        "Failed",
+        "ended Failed (WorkloadFailed) while its eviction (TimeLimitExceeded) was under way: "
+        "not placed again",
+    ), closed
     still = run([], [managed(2, phase="Pending", conditions=[evicted, waits])], [job(2)])
     assert "Failed" not in _phases(still), "an active Job's gang waits for its pods again"
 

@@ -594,3 +594,22 @@ def test_a_pending_pods_condition_turns_at_once_when_its_gangs_reason_does() -> 
     now = api.pod_conditions["a"]["message"]
     assert now != first and "1 of 2 pods exist" not in now, now
     assert now == api.pod_conditions["b"]["message"], "both members say their gang's message"
+
+
+def test_a_gang_whose_members_all_succeed_while_its_eviction_is_under_way_closes_it() -> None:
+    """g (minMember 2) was being evicted for its time limit when both its members succeeded:
+    it ends `Succeeded`, and `Evicted` turns False with why, as it will not run again."""
+    from phalanx.k8s.status import condition
+
+    api = FakeApi()
+    done = [pod(n, group="g", gpus=4, node_name="n1", phase="Succeeded") for n in ("a", "b")]
+    marks = [condition({}, "Evicted", "True", "TimeLimitExceeded", "past its limit", 990.0)]
+    g = with_status(group("g", 2), phase="Running", conditions=marks, bound=2, running=2)
+    cycle(scheduler(api, done, [g]))
+    assert api.statuses[-1]["phase"] == "Succeeded", api.statuses
+    (closed,) = [c for c in api.statuses[-1]["conditions"] if c["type"] == "Evicted"]
+    assert (closed["status"], closed["reason"]) == ("False", "Succeeded"), closed
+    assert closed["message"] == (
+        "ended Succeeded (2 of 2 members succeeded) while its eviction (TimeLimitExceeded) was "
+        "under way: not placed again"
+    ), closed

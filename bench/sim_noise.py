@@ -94,7 +94,9 @@ def from_bench(label: str, policy: str, path: Path) -> dict[str, Any] | None:
     if summary is None or summary.get("cycle_interval_s") != 60.0 or summary.get("limit_jobs"):
         return None
     line = line_of(label, policy, policy, {}, 0.0, summary, summary.get("wall_s", 0.0))
-    line["from"] = f"{path.relative_to(ROOT)} (the recorded replay: cycles at multiples of 60 s)"
+    where = path.resolve()
+    shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
+    line["from"] = f"{shown} (the recorded replay: cycles at multiples of 60 s)"
     line["finished_at"] = summary.get("finished_at", line["finished_at"])
     return line
 

@@ -113,7 +113,8 @@ def test_phase_0_is_taken_from_the_bench_replay_when_asked(
     path = noise.ROOT / "bench" / "results" / f"tmp-{tmp_path.name}.json"
     try:
         path.write_text(json.dumps({"results": {"philly": {"volcano": summary}}}))
-        line = noise.from_bench("philly", "volcano", path)
+        # As the command line gives it: relative to where it runs (the repository here).
+        line = noise.from_bench("philly", "volcano", path.relative_to(noise.ROOT))
         assert line is not None and line["phase"] == 0.0 and line["from"].startswith("bench/")
         assert line["figures"]["mean"] == pytest.approx(8.94)
         assert line["figures"]["util"] == pytest.approx(77.5)

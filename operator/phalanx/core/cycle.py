@@ -1785,9 +1785,19 @@ class Walk:
         for domain in sorted(by_domain):
             left: dict[int, list[int]] = {}
             fit = 0
+            # Capacities only shrink, so a node a member did not fit stays full for the next
+            # member of the same shape (request and constraints: `Shape.id`): the scan resumes
+            # where the last one fitted, one pass over the domain for a wave of identical
+            # members, the common case.
+            start, last_id = 0, -1
+            nodes: list[int] = []
             for _, shape in extras:
-                of = shape.feasible.leaf_nodes
-                for n in (n for lf in by_domain[domain] for n in of.get(lf, [])):
+                if shape.id != last_id:
+                    of = shape.feasible.leaf_nodes
+                    nodes = [n for lf in by_domain[domain] for n in of.get(lf, [])]
+                    start, last_id = 0, shape.id
+                for j in range(start, len(nodes)):
+                    n = nodes[j]
                     cap = left.get(n)
                     if cap is None:
                         cap = left[n] = list(view.node_capacity(n))
@@ -1795,9 +1805,14 @@ class Walk:
                         for i, v in enumerate(shape.vec):
                             cap[i] -= v
                         fit += 1
+                        start = j
                         break
+                else:
+                    start = len(nodes)
             if fit > best_fit:
                 best, best_fit = domain, fit
+                if fit == len(extras):
+                    break  # the whole wave fits: no later domain does better
         return set(by_domain.get(best, []))
 
 

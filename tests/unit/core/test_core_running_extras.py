@@ -92,6 +92,27 @@ def test_a_required_spine_wave_goes_under_the_spine_where_it_all_fits() -> None:
     assert result.extras_waiting == {}
 
 
+def test_a_wave_of_mixed_members_is_counted_member_by_member_in_each_leaf() -> None:
+    """el requires one leaf, none bound; an 8-GPU member and a 4-GPU one wait. s0-l0 has one
+    free node, s0-l0-n01: the 8-GPU member fits there and the 4-GPU one then fits nowhere (1 of
+    2). On s0-l1, s0-l1-n00 has 4 GPUs free (another gang holds 4) and s0-l1-n01 8: the 8-GPU
+    member skips n00 for n01, and the 4-GPU one fits on n00 (2 of 2), so s0-l1 takes the wave.
+    The count of the 4-GPU member starts again from the leaf's first node: resumed from where
+    the 8-GPU one fitted, as for a member of the same shape, it would miss n00, count s0-l1 at
+    1 like s0-l0, and the wave would go to s0-l0, where its second member cannot fit."""
+    snap = snapshot(
+        fabric(1, 2, 2),
+        running=[
+            running("el").waiting(1, gpu=8).waiting(1, gpu=4).required("leaf"),
+            running("other").on("s0-l0-n00"),
+            running("half").on("s0-l1-n00", gpu=4),
+        ],
+    )
+    result = schedule(snap, DEFAULT_POLICY, NOW)
+    assert result.extra_bindings == {"ns/el": {"el-w000": "s0-l1-n01", "el-w001": "s0-l1-n00"}}
+    assert result.extras_waiting == {}
+
+
 def test_a_running_gangs_waiting_members_take_their_turn_among_the_pending_gangs() -> None:
     """One free node (s0-l0-n01). el, created at t=100, runs and has a member waiting; `next`
     (one pod) was created at t=500: el's member comes first in the queue's order (older) and

@@ -1714,6 +1714,31 @@ user (26.2% of its GPU-hours), and 74% of its GPU-hours are in jobs of one whole
 twenty-third rounds found. The goal of ≤ 15% for every queue at once stays out of reach of every
 setting measured, on either engine.
 
+**Twenty-fifth round (2026-12-05, 17:04–17:18 UTC): the worst queue served first with eviction
+on, on the whole of Philly; measured, nothing shipped.** The seventeenth round could not finish
+this replay (the eviction loop the twenty-third round fixed). `python -m phalanx.sim.sharefloor
+--trace philly:bench/traces/philly-pollux/philly.csv --shape medium --queue ee9e8c --policy P`
+(compiled core, engine revision 2, 13 min for `phalanx`, 8 for `volcano`), `ee9e8c` at priority 1
+and every other queue at 0, eviction on:
+
+| first | policy | `ee9e8c` below 90% of share | worst other queue | mean h | util. % |
+|---|---|---|---|---|---|
+| – | `phalanx` (the default) | 28.2% | `23dbec` 19.1% | 6.43 | 77.45 |
+| `ee9e8c` | `phalanx` | 9.0% of 2,096 h | `6c71a0` 36.4% | 7.65 | 76.89 |
+| – | `volcano` | 29.9% | `e13805` 36.3% | 8.94 | 77.46 |
+| `ee9e8c` | `volcano` | 20.3% of 2,131 h | `925e2b` 74.5% | 10.12 | 78.09 |
+
+Served first, `ee9e8c` meets the goal under the default's rules with room to spare (9.0%), and
+what still holds it is whole nodes: its smallest owed gang (2–8 GPUs for most of its 188 h below)
+found no room (47.1%) or waited behind a reservation (48.8%, 31.6 points of it reservations of
+queues within their shares); for 45.0% of that time no whole node was free, and for 54.5% whole
+nodes were free but all reserved. The price is paid by the other queues: `6c71a0` (the trace's
+most numerous VC, 9,953 jobs, half of its GPU-hours in 1-GPU jobs) is below its share for 36.4%
+of its demand time, the mean wait rises 19% and utilisation falls 0.56 points. `volcano`'s reclaim,
+with no reservations, gives `ee9e8c` less (20.3%) and starves a small VC (`925e2b`, 74.5%). So on
+the whole trace as on the first 20,000 jobs, one queue reaches the goal by coming first, and the
+goal asks every queue to at once.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

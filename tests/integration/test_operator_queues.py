@@ -41,19 +41,25 @@ def two_queues(phalanx_api: Any) -> Iterator[tuple[str, str]]:
         phalanx_api.delete_cluster_custom_object("phalanx.dev", "v1alpha1", "queues", name)
 
 
+def fill_with_jobs(cluster: Cluster, custom: Any, ns: str, queue: str, jobs: int) -> None:
+    """`jobs` Jobs `a0`, `a1`, … of 4 pods × 8 GPUs in `queue`, each with its PodGroup; waits
+    until the first 4 (the 128 GPUs of the test cluster) are bound whole, the rest waiting."""
+    for i in range(jobs):
+        custom.create_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(f"a{i}", 4, queue=queue)
+        )
+        cluster.batch.create_namespaced_job(ns, gang_job(f"a{i}", f"a{i}", 4, 8))
+    for i in range(min(jobs, 4)):
+        wait_bound_whole(cluster, ns, f"a{i}", 4)
+
+
 def test_borrowed_capacity_is_reclaimed_by_evicting_whole_gangs(
     cluster: Cluster, phalanx_api: Any, ns: str, two_queues: tuple[str, str]
 ) -> None:
     custom = phalanx_api
     team_a, team_b = two_queues
     # Team A fills the whole cluster: 4 Jobs × 4 pods × 8 GPUs = 128 GPUs, 64 of them borrowed.
-    for i in range(4):
-        custom.create_namespaced_custom_object(
-            "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(f"a{i}", 4, queue=team_a)
-        )
-        cluster.batch.create_namespaced_job(ns, gang_job(f"a{i}", f"a{i}", 4, 8))
-    for i in range(4):
-        wait_bound_whole(cluster, ns, f"a{i}", 4)
+    fill_with_jobs(cluster, custom, ns, team_a, jobs=4)
     # With team B idle, its guarantee is lent: team A is allocated the whole cluster.
     wait_for(
         lambda: (
@@ -124,13 +130,7 @@ def test_a_lower_priority_queue_does_not_reclaim_from_a_higher_one(
     ensure_queue(custom, first, {"weight": 1, "priority": 1, "guarantee": {"nvidia.com/gpu": 64}})
     ensure_queue(custom, second, {"weight": 1, "guarantee": {"nvidia.com/gpu": 64}})
     try:
-        for i in range(5):
-            custom.create_namespaced_custom_object(
-                "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group(f"a{i}", 4, queue=first)
-            )
-            cluster.batch.create_namespaced_job(ns, gang_job(f"a{i}", f"a{i}", 4, 8))
-        for i in range(4):
-            wait_bound_whole(cluster, ns, f"a{i}", 4)
+        fill_with_jobs(cluster, custom, ns, first, jobs=5)
         custom.create_namespaced_custom_object(
             "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("b0", 4, queue=second)
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -374,24 +375,42 @@ def test_member_failure_evict_restarts_the_gang_whole_and_counts_the_failure(
 def test_a_pending_member_says_why_in_its_pod_scheduled_condition(
     cluster: Cluster, phalanx_api: Any, ns: str
 ) -> None:
+    """nowhere-0 waits first for its peer ("1 of 2 pods exist"), then, once nowhere-1 exists,
+    because no node matches: the message turns, and `lastTransitionTime` stays when the pod
+    first waited (the condition stayed False), as kube-scheduler keeps it."""
     custom = phalanx_api
     _create_group(custom, ns, pod_group("nowhere", 2))
-    for i in range(2):
-        cluster.core.create_namespaced_pod(
-            ns, gang_pod(f"nowhere-{i}", "nowhere", 8, node_selector={"no-such-label": "x"})
-        )
+
+    def member(i: int) -> dict[str, Any]:
+        return gang_pod(f"nowhere-{i}", "nowhere", 8, node_selector={"no-such-label": "x"})
 
     def condition() -> Any:
         pod = cluster.core.read_namespaced_pod("nowhere-0", ns)
         return next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
 
-    cond = wait_for(
+    cluster.core.create_namespaced_pod(ns, member(0))
+    alone = wait_for(
         lambda: (c := condition()) is not None and c.status == "False" and c,
         timeout=30,
-        what="PodScheduled=False on a member of a gang that cannot be placed",
+        what="PodScheduled=False on the first member, its peer not created yet",
     )
-    assert cond.reason == "Unschedulable"
-    assert "nowhere" in cond.message and "GPU" in cond.message, cond.message
+    assert "1 of 2 pods exist" in alone.message, alone.message
+    since = alone.last_transition_time
+    # The time has a resolution of a second: let one pass, so a rewritten one would differ.
+    wait_for(
+        lambda: datetime.now(UTC) > since + timedelta(seconds=1.5),
+        timeout=5,
+        what="a second to pass after the condition was first written",
+    )
+    cluster.core.create_namespaced_pod(ns, member(1))
+    cond = wait_for(
+        lambda: (c := condition()) is not None and "GPU" in c.message and c,
+        timeout=30,
+        what="the first member's PodScheduled message to say why the whole gang cannot fit",
+    )
+    assert (cond.status, cond.reason) == ("False", "Unschedulable"), cond
+    assert "nowhere" in cond.message, cond.message
+    assert cond.last_transition_time == since, (cond.last_transition_time, since)
 
 
 def test_a_gang_past_its_time_limit_after_an_operator_restart_is_evicted(

@@ -690,14 +690,20 @@ class Reporter:
 
     def _spawn_pod_condition(self, pod: PodRec, reason: str, message: str) -> None:
         """`PodScheduled=False` with `reason` on `pod`, in the background, as the lowest
-        priority of all writes (`_write_pod_condition`)."""
-        cond = {
+        priority of all writes (`_write_pod_condition`).
+
+        `lastTransitionTime` is sent only when the condition turns False: the strategic merge
+        keeps the one the pod shows, so it says since when the pod has waited, as
+        kube-scheduler's does (walked: it moved with every new message, so a pod that had
+        waited an hour looked a minute old)."""
+        cond: dict[str, Any] = {
             "type": "PodScheduled",
             "status": "False",
             "reason": reason,
             "message": message[:1024],
-            "lastTransitionTime": rfc3339(time.time()),
         }
+        if pod.scheduled is None or pod.scheduled[0] != "False":
+            cond["lastTransitionTime"] = rfc3339(time.time())
         work = self._write_pod_condition(pod.uid, pod.namespace, pod.name, cond)
         spawn(self.pod_writes, pod.uid, work, "pod condition")
 

@@ -581,7 +581,8 @@ def test_a_pending_pods_condition_turns_at_once_when_its_gangs_reason_does() -> 
     no node can hold a member; a is told that at once, not left saying "1 of 2 pods exist" for
     the refresh interval, which is for numbers that drift within one reason (walked: the first
     4 pods of a 5-pod gang kept "k of 5 pods exist" while the gang said
-    `TopologyUnsatisfiable`)."""
+    `TopologyUnsatisfiable`). a's second write leaves out `lastTransitionTime`, so the merge
+    keeps since when it waits; b's, the first, carries one."""
     api = FakeApi()
     a = pod("a", group="g", gpus=16)
     sched = scheduler(api, [a], [group("g", 2)])
@@ -594,6 +595,11 @@ def test_a_pending_pods_condition_turns_at_once_when_its_gangs_reason_does() -> 
     now = api.pod_conditions["a"]["message"]
     assert now != first and "1 of 2 pods exist" not in now, now
     assert now == api.pod_conditions["b"]["message"], "both members say their gang's message"
+    assert "lastTransitionTime" in api.pod_conditions["b"], "b's condition turns False now"
+    assert "lastTransitionTime" not in api.pod_conditions["a"], (
+        "a was False already: the merge keeps since when it waits",
+        api.pod_conditions["a"],
+    )
 
 
 def test_a_gang_whose_members_all_succeed_while_its_eviction_is_under_way_closes_it() -> None:

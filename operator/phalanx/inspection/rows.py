@@ -465,6 +465,25 @@ def _more_free(n: int) -> str:
     return f"{n} more free GPU" if n == 1 else f"{n} more free GPUs"
 
 
+def _more_pods(obj: Obj, missing: int, members: int, minimum: int) -> str:
+    """What a gang waiting for its pods needs. A managed PodGroup's pods come from the workload
+    that owns it, so that is what to look at (walked: a suspended Job's gang was told to label
+    pods with a PodGroup name its user never wrote); a hand-written one's from whatever labels
+    pods with its name."""
+    namespace, name = _meta(obj)
+    meta = _dict(obj.get("metadata"))
+    owners = [_dict(o) for o in meta.get("ownerReferences") or ()]
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    counted = f"({members} of {minimum} exist)"
+    if _dict(meta.get("labels")).get("phalanx.dev/managed") == "true" and owner is not None:
+        workload = f"{_str(owner.get('kind')) or 'workload'} {namespace}/{_str(owner.get('name'))}"
+        return f"needs {missing} more pod(s) from its {workload}, which makes them {counted}"
+    return (
+        f"needs {missing} more pod(s) labelled phalanx.dev/pod-group={name} in namespace "
+        f"{namespace} {counted}"
+    )
+
+
 def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) -> tuple[str, ...]:
     """What would let the gang start, worked out from the numbers in its status.
 
@@ -473,7 +492,7 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
     came about, and how many GPUs there are for it at most (so no hint has a queue hold more).
     """
     queues = list(queues) if queues is not None else None
-    namespace, name = _meta(obj)
+    namespace, _ = _meta(obj)
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     scheduled = condition(obj, "Scheduled")
     reason = _str(scheduled.get("reason")) if scheduled else None
@@ -520,10 +539,7 @@ def would_start(obj: Obj, now: datetime, queues: Iterable[Obj] | None = None) ->
                 f"needs its eviction ({_str(evicted.get('reason')) or 'unknown'}) to finish: "
                 f"{still_bound} member(s) still on their nodes"
             )
-        hints.append(
-            f"needs {missing} more pod(s) labelled phalanx.dev/pod-group={name} in namespace "
-            f"{namespace} ({members} of {minimum} exist)"
-        )
+        hints.append(_more_pods(obj, missing, members, minimum))
     elif reason == Reason.QUEUE_NOT_FOUND:
         hints.append(f"needs a Queue named {queue}, or spec.queue naming an existing Queue")
     elif reason == Reason.QUEUE_FORBIDDEN:

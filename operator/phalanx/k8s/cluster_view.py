@@ -489,7 +489,9 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
-                pods_note=_job_backoff(job, facts.evicted) if len(live) < decision.need else "",
+                pods_note=(_job_suspended(job) or _job_backoff(job, facts.evicted))
+                if len(live) < decision.need
+                else "",
                 bare_evicted=_bare_evicted(gang, facts.evicted),
                 workload=_workload_cap(gang, job),
             )
@@ -714,6 +716,17 @@ def _restart_resources(
     ):
         return None
     return {name: amount * need for name, amount in job.pod_requests.items()}
+
+
+def _job_suspended(job: JobRec | None) -> str:
+    """Why a gang's Job makes no pods, when its user suspended it (`spec.suspend`, as Kueue
+    does to a Job it has not admitted): walked, a suspended Job's gang said only "0 of 2 pods
+    exist", and `phalanx explain` asked for pods labelled with its PodGroup. A Job this operator
+    suspended to evict its gang says nothing here: its `Evicted` condition tells, and the Job
+    is resumed once its pods are gone."""
+    if job is None or job.state != "Active" or not job.suspended or job.suspended_for:
+        return ""
+    return f"its Job {job.name} is suspended (spec.suspend): it makes no pods until resumed"
 
 
 def _job_backoff(job: JobRec | None, evicted: EvictedMark | None = None) -> str:

@@ -314,6 +314,32 @@ def test_explain_waiting_for_pods_counts_the_missing_members() -> None:
     assert len(hints) == 1  # no share or ETA figures for a gang whose pods are missing
 
 
+def test_explain_of_a_managed_gang_waiting_for_pods_names_its_workload() -> None:
+    """A managed PodGroup (made by the operator for the Job `sweep`): its pods come from the
+    Job, not from labels its user writes (walked: a suspended Job's gang was told to label
+    pods with `phalanx.dev/pod-group=job-sweep`)."""
+    waits = pending(
+        "WaitingForPods",
+        "0 of 2 pods exist; its Job sweep is suspended (spec.suspend): it makes no pods until "
+        "resumed",
+        requested=0,
+        free=128,
+        deserved=0,
+        allocated=0,
+        position=1,
+        eta_in=None,
+        members=0,
+    )
+    obj = podgroup("job-sweep", 2, status=waits)
+    obj["metadata"]["labels"] = {"phalanx.dev/managed": "true"}
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "sweep", "controller": True}
+    ]
+    assert would_start(obj, NOW)[0] == (
+        "needs 2 more pod(s) from its Job ml/sweep, which makes them (0 of 2 exist)"
+    )
+
+
 def _evicted_early(members: int, bound: int) -> dict[str, Any]:
     """`early` (minMember 4) reclaimed a minute ago, as the evictor and the reporter leave it."""
     status = pending(

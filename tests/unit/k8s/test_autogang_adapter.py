@@ -11,7 +11,14 @@ from typing import Any
 
 from phalanx.config import build_config
 from phalanx.k8s.cluster_view import Workloads
-from phalanx.k8s.records import group_record, job_record, node_record, pod_record, queue_record
+from phalanx.k8s.records import (
+    SUSPENDED_FOR,
+    group_record,
+    job_record,
+    node_record,
+    pod_record,
+    queue_record,
+)
 from phalanx.k8s.scheduler import Records, Scheduler
 from phalanx.k8s.workload_records import workload_record
 from tests.unit.k8s.test_records_and_view import node, pod, view
@@ -450,8 +457,29 @@ def test_a_drained_jobs_wait_names_the_back_off_its_status_does_not_show() -> No
         "status": {"phase": "Pending", "conditions": [{**evicted, "reason": "Reclaimed"}]},
     }
     assert last_waiting_message(run([], [reclaimed], [body])) == "0 of 2 pods exist"
-    suspended = {**body, "spec": {**body["spec"], "suspend": True}}
-    assert "back-off" not in last_waiting_message(run([], [group], [suspended]))
+    ours = {"annotations": {SUSPENDED_FOR: "MemberFailed"}}
+    suspended = {**body, "metadata": {**body["metadata"], **ours}}
+    suspended["spec"] = {**body["spec"], "suspend": True}
+    assert last_waiting_message(run([], [group], [suspended])) == (
+        "0 of 2 pods exist; it fits now and starts once they exist, its capacity held for it"
+    )
+
+
+def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
+    """The Job `train` suspended by its user (`spec.suspend`, no mark of ours) while its gang
+    ran: the Job controller deleted its pods, and the gang waits for pods that come only once
+    the Job is resumed; it says so rather than only "0 of 2 pods exist" (walked: the gang of a
+    suspended Job read as if its pods were on their way). Resumed, the note is gone."""
+    body = job(2)
+    body["spec"]["suspend"] = True
+    api = run([], [managed(2, phase="Running")], [body])
+    assert last_waiting_message(api) == (
+        "0 of 2 pods exist; its Job train is suspended (spec.suspend): it makes no pods until "
+        "resumed"
+    )
+    assert last_waiting_message(run([], [managed(2, phase="Running")], [job(2)])) == (
+        "0 of 2 pods exist"
+    )
 
 
 def test_new_pods_of_a_finished_podgroup_get_an_event_saying_so_and_nothing_else() -> None:

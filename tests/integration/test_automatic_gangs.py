@@ -10,7 +10,9 @@ pod bound early) is checked after a known number of operator cycles, read from i
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -292,6 +294,10 @@ def resumed_and_unmarked(
     return made
 
 
+def _epoch(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
 def owned_by(group: dict[str, Any], kind: str, uid: str) -> bool:
     refs = group["metadata"].get("ownerReferences") or []
     return any(r["kind"] == kind and r["uid"] == uid and r.get("controller") for r in refs)
@@ -530,6 +536,56 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
         timeout=120,
         what="job-retry Running again on new pods after the Job's back-off",
     )
+
+
+def test_a_job_its_user_suspends_says_so_and_runs_again_when_resumed(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    policies: Any,  # noqa: F811
+) -> None:
+    """A running Job suspended by its user (`spec.suspend`, as Kueue does): the Job controller
+    deletes its pods and the gang waits saying the Job is suspended — no eviction of ours, no
+    failure counted, the Job left unmarked; resumed, it runs whole again, its time limit
+    counted from the new start (`scheduledAt`)."""
+    label_namespace(cluster, ns, "default")
+    body = job("held", 2, annotations={"phalanx.dev/time-limit-seconds": "600"})
+    selector = "batch.kubernetes.io/job-name=held"
+    first = run_job(cluster, custom, ns, body)
+    started = group_status(custom, ns, "job-held")["scheduledAt"]
+    cluster.batch.patch_namespaced_job("held", ns, {"spec": {"suspend": True}})
+    message = wait_message(
+        custom,
+        ns,
+        "job-held",
+        "its Job held is suspended (spec.suspend): it makes no pods until resumed",
+        timeout=60,
+        what="job-held's WaitingForPods to say its Job is suspended",
+    )
+    assert message.startswith("0 of 2 pods exist"), message
+    status = group_status(custom, ns, "job-held")
+    evicted = [c for c in status.get("conditions", []) if c["type"] == "Evicted"]
+    assert all(c["status"] == "False" for c in evicted), evicted  # not evicted by the operator
+    assert not status.get("memberFailures"), status
+    made = cluster.batch.read_namespaced_job("held", ns)
+    assert "phalanx.dev/suspended-for" not in (made.metadata.annotations or {}), made.metadata
+    wait_for(
+        lambda: time.time() >= _epoch(started) + 1.5,
+        timeout=5,
+        what="a second to pass since the first start (scheduledAt has a resolution of 1 s)",
+    )
+    cluster.batch.patch_namespaced_job("held", ns, {"spec": {"suspend": False}})
+    old = {p.metadata.name for p in first}
+    again = wait_for(
+        lambda: (
+            (s := group_status(custom, ns, "job-held")).get("phase") == "Running"
+            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
+            and s
+        ),
+        timeout=60,
+        what="job-held Running again on new pods once its Job was resumed",
+    )
+    assert _epoch(again["scheduledAt"]) > _epoch(started), (again["scheduledAt"], started)
 
 
 def test_a_drained_jobs_gang_is_no_failure_of_its_own_and_names_the_jobs_hidden_back_off(

@@ -413,6 +413,40 @@ def test_a_pending_member_says_why_in_its_pod_scheduled_condition(
     assert cond.last_transition_time == since, (cond.last_transition_time, since)
 
 
+def test_pods_created_before_their_podgroup_say_so_then_bind_once_it_exists(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """Pods applied before their PodGroup (a chart's order): each says in its `PodScheduled`
+    condition that its PodGroup does not exist (reason `PodGroupNotFound`, not `Unschedulable`,
+    which an autoscaler would add nodes for), kept on the pod where an Event expires; once the
+    PodGroup is created, the gang is bound whole and the condition turns `True`."""
+    custom = phalanx_api
+    for i in range(2):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"late-{i}", "late", 8))
+
+    def condition(name: str) -> Any:
+        pod = cluster.core.read_namespaced_pod(name, ns)
+        return next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+
+    for i in range(2):
+        told = wait_for(
+            lambda i=i: (c := condition(f"late-{i}")) is not None and c.status == "False" and c,
+            timeout=30,
+            what=f"PodScheduled=False on late-{i}, whose PodGroup does not exist yet",
+        )
+        assert told.reason == "PodGroupNotFound", told
+        assert told.message == f"waiting for PodGroup {ns}/late: it does not exist", told
+    _create_group(custom, ns, pod_group("late", 2))
+    wait_for(
+        lambda: all(
+            (c := condition(f"late-{i}")) is not None and c.status == "True" for i in (0, 1)
+        ),
+        timeout=30,
+        what="both members bound (PodScheduled=True) once their PodGroup exists",
+    )
+    assert all(nodes_of(cluster, ns, "late").values()), nodes_of(cluster, ns, "late")
+
+
 def test_a_gang_past_its_time_limit_after_an_operator_restart_is_evicted(
     cluster: Cluster,
     phalanx_api: Any,

@@ -520,28 +520,38 @@ class Reporter:
             self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, "Warning")
 
     def report_orphans(self, view: View) -> None:
+        """Pods naming a PodGroup that does not exist: a Warning Event, once, and on a pod not
+        bound `PodScheduled=False` reason `PodGroupNotFound` with the same words. The condition
+        stays with the pod where an Event expires (after an hour by default: a pod left waiting
+        for a PodGroup never applied then showed nothing in `kubectl describe`); its reason is
+        not `Unschedulable`, so no autoscaler adds nodes for it."""
         for pod in view.orphans:
+            message = (
+                (
+                    f"waiting for PodGroup ({NATIVE_GROUP}) {pod.namespace}/{pod.group}: it "
+                    f"does not exist, or this cluster does not serve {NATIVE_GROUP}/"
+                    f"{NATIVE_VERSION} PodGroups (the operator checks at start)"
+                )
+                if pod.native_group
+                else (
+                    f"bound to {pod.node_name} with no PodGroup {pod.namespace}/{pod.group} "
+                    "(deleted?): its resources still count as used; no gang rules (time "
+                    "limit, member failure) apply to it until the PodGroup exists again"
+                )
+                if pod.node_name
+                else f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist"
+            )
             key = f"orphan:{pod.uid}"
             if key not in self.reported:
                 self.reported[key] = ("PodGroupNotFound", pod.group or "")
                 self.emit(
                     pod_ref(pod.namespace, pod.name, pod.uid),
                     "PodGroupNotFound",
-                    (
-                        f"waiting for PodGroup ({NATIVE_GROUP}) {pod.namespace}/{pod.group}: it "
-                        f"does not exist, or this cluster does not serve {NATIVE_GROUP}/"
-                        f"{NATIVE_VERSION} PodGroups (the operator checks at start)"
-                    )
-                    if pod.native_group
-                    else (
-                        f"bound to {pod.node_name} with no PodGroup {pod.namespace}/{pod.group} "
-                        "(deleted?): its resources still count as used; no gang rules (time "
-                        "limit, member failure) apply to it until the PodGroup exists again"
-                    )
-                    if pod.node_name
-                    else f"waiting for PodGroup {pod.namespace}/{pod.group}: it does not exist",
+                    message,
                     "Warning",
                 )
+            if not pod.node_name and not pod.deleting:
+                self._say_on_pod(pod, "PodGroupNotFound", message)
 
     def report_finished(self, view: View) -> None:
         """Pods that join a gang already `Succeeded` or `Failed` (a Job deleted and created
@@ -579,12 +589,17 @@ class Reporter:
                 if pod.node_name or pod.deleting:
                     continue
                 self._tell_pod(pod, "PodGroupFinished", message, "Warning")
-                if pod.scheduled is not None and pod.scheduled[:2] == ("False", "Unschedulable"):
-                    # Said while it waited: an autoscaler would still add nodes for it.
-                    self._replace_unschedulable(pod, "PodGroupFinished", message)
+                # Kept on the pod, where the Event expires; and one that said `Unschedulable`
+                # while it waited no longer asks an autoscaler for nodes.
+                self._say_on_pod(pod, "PodGroupFinished", message)
 
-    def _replace_unschedulable(self, pod: PodRec, reason: str, message: str) -> None:
-        if pod.uid in self.pod_writes or self.pod_written.get(pod.uid, ("",))[0] == reason:
+    def _say_on_pod(self, pod: PodRec, reason: str, message: str) -> None:
+        """`PodScheduled=False` with `reason` (never `Unschedulable`: nothing a new node offers
+        lets such a pod run) on a pod not bound, unless it says so already or a write of it is
+        on its way."""
+        if pod.scheduled == ("False", reason, message[:1024]) or pod.uid in self.pod_writes:
+            return
+        if self.pod_written.get(pod.uid, ("", ""))[:2] == (reason, message):
             return
         self.pod_written[pod.uid] = (reason, message, time.monotonic())
         self._spawn_pod_condition(pod, reason, message)

@@ -482,23 +482,52 @@ def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
     )
 
 
-def test_new_pods_of_a_finished_podgroup_get_an_event_saying_so_and_nothing_else() -> None:
+def test_new_pods_of_a_finished_podgroup_are_told_so_and_not_unschedulable() -> None:
     """A failed Job deleted and created again beside its hand-written PodGroup: the PodGroup is
-    `Failed` (terminal), so its new pods are never placed; each gets one Warning Event, and no
-    `PodScheduled=False Unschedulable` that an autoscaler would add nodes for."""
+    `Failed` (terminal), so its new pods are never placed; each gets one Warning Event and
+    `PodScheduled=False` reason `PodGroupFinished` with the same words (kept where the Event
+    expires), never `Unschedulable`, which an autoscaler would add nodes for. A second cycle
+    writes nothing again."""
     group = {
         "metadata": {"name": "train", "namespace": "ns", "uid": "g-train"},
         "spec": {"minMember": 2, "queue": "research"},
         "status": {"phase": "Failed"},
     }
     pods = [pod(f"train-{i}", group="train", gpus=4) for i in range(2)]
-    api = run(pods, [group], [])
+    api = run(pods, [group], [], cycles=2)
     assert [c for c in api.calls if c[0] in ("event", "bind", "pod-condition")] == [
         ("event", "PodGroupFinished"),
+        ("pod-condition", "train-0"),
         ("event", "PodGroupFinished"),
+        ("pod-condition", "train-1"),
     ], api.calls
+    cond = api.pod_conditions["train-0"]
+    assert (cond["status"], cond["reason"]) == ("False", "PodGroupFinished"), cond
+    assert cond["message"].startswith("its PodGroup ns/train is Failed"), cond
     pending = {**group, "status": {"phase": "Pending"}}
     assert ("event", "PodGroupFinished") not in run(pods, [pending], []).calls
+
+
+def test_a_pod_naming_a_missing_podgroup_is_told_so_in_its_condition_too() -> None:
+    """`lost-0` names the PodGroup `lost`, which does not exist: one Warning Event and
+    `PodScheduled=False` reason `PodGroupNotFound` (walked: only the Event said it, and an
+    Event expires after an hour), not `Unschedulable`: no node added lets it run. Shown on the
+    pod already, it is not written again; a bound orphan (`held-0`) keeps its `True`."""
+    waiting = pod("lost-0", group="lost", gpus=4)
+    bound = pod("held-0", group="held", gpus=4, node_name="n1", phase="Running")
+    api = run([waiting, bound], [], [], cycles=2)
+    said = sorted(c for c in api.calls if c[0] in ("event", "pod-condition"))
+    assert said == [
+        ("event", "PodGroupNotFound"),
+        ("event", "PodGroupNotFound"),
+        ("pod-condition", "lost-0"),
+    ], api.calls
+    cond = api.pod_conditions["lost-0"]
+    assert (cond["status"], cond["reason"]) == ("False", "PodGroupNotFound"), cond
+    assert cond["message"] == "waiting for PodGroup ns/lost: it does not exist", cond
+    shown = {**waiting, "status": {"phase": "Pending", "conditions": [dict(cond)]}}
+    again = run([shown], [], [])
+    assert ("pod-condition", "lost-0") not in again.calls, again.calls
 
 
 def test_spec_annotations_on_a_known_kinds_pods_are_said_not_read_once() -> None:

@@ -34,6 +34,7 @@ from phalanx.core import (
 from phalanx.core.autogang import (
     LWS_GROUP_LABEL,
     LWS_NAME_LABEL,
+    SUSPENDED_FOR_ANNOTATION,
     AutoGang,
     ManagedSpec,
     OwnerRef,
@@ -489,7 +490,7 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
-                pods_note=(_job_suspended(job) or _job_backoff(job, facts.evicted))
+                pods_note=(_suspended(gang, job, workloads) or _job_backoff(job, facts.evicted))
                 if len(live) < decision.need
                 else "",
                 bare_evicted=_bare_evicted(gang, facts.evicted),
@@ -718,15 +719,33 @@ def _restart_resources(
     return {name: amount * need for name, amount in job.pod_requests.items()}
 
 
-def _job_suspended(job: JobRec | None) -> str:
-    """Why a gang's Job makes no pods, when its user suspended it (`spec.suspend`, as Kueue
-    does to a Job it has not admitted): walked, a suspended Job's gang said only "0 of 2 pods
-    exist", and `phalanx explain` asked for pods labelled with its PodGroup. A Job this operator
-    suspended to evict its gang says nothing here: its `Evicted` condition tells, and the Job
-    is resumed once its pods are gone."""
-    if job is None or job.state != "Active" or not job.suspended or job.suspended_for:
+def _suspended(gang: Gang, job: JobRec | None, workloads: Workloads) -> str:
+    """Why a gang's workload makes no pods, when its user suspended it (`spec.suspend`, as
+    Kueue does to a workload it has not admitted): walked, a suspended Job's gang said only
+    "0 of 2 pods exist", and `phalanx explain` asked for pods labelled with its PodGroup. The
+    Job a hand-written PodGroup's pods come from, or a managed PodGroup's owner of any kind
+    ganging knows. A workload this operator suspended to evict its gang says nothing here:
+    its `Evicted` condition tells, and it is resumed once its pods are gone."""
+    if job is not None:
+        if job.state != "Active" or not job.suspended or job.suspended_for:
+            return ""
+        return f"its Job {job.name} is suspended (spec.suspend): it makes no pods until resumed"
+    group = gang.group
+    if group is None or not group.managed or not group.owner_uid:
         return ""
-    return f"its Job {job.name} is suspended (spec.suspend): it makes no pods until resumed"
+    workload = workloads.by_uid.get(group.owner_uid)
+    if (
+        workload is None
+        or workload.state not in ("Active", "Unknown")
+        or not workload.suspended
+        or SUSPENDED_FOR_ANNOTATION in workload.annotations
+    ):
+        return ""
+    where = "spec.runPolicy.suspend" if workload.ref.group == "kubeflow.org" else "spec.suspend"
+    return (
+        f"its {workload.ref.kind} {workload.ref.name} is suspended ({where}): it makes no pods "
+        "until resumed"
+    )
 
 
 def _job_backoff(job: JobRec | None, evicted: EvictedMark | None = None) -> str:

@@ -482,6 +482,24 @@ def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
     )
 
 
+def test_a_gang_whose_pytorchjob_its_user_suspended_says_so_and_ours_does_not() -> None:
+    """Any kind ganging knows, not only Jobs: the PyTorchJob `ptj` suspended through its run
+    policy while its gang ran, its pods gone. Suspended by its user, the wait names it and the
+    field; suspended by this operator to evict the gang (`phalanx.dev/suspended-for`), the
+    `Evicted` condition tells instead, and the note is not there."""
+    from tests.unit.k8s.test_job_suspension import PYTORCHJOB_REF, _pytorchjob
+
+    group = managed(3, PYTORCHJOB_REF, phase="Running", scheduledAt="1970-01-01T00:16:00Z")
+    held = _pytorchjob(suspend=True)
+    assert last_waiting_message(run([], [group], [], others=[held])) == (
+        "0 of 3 pods exist; its PyTorchJob ptj is suspended (spec.runPolicy.suspend): it makes "
+        "no pods until resumed"
+    )
+    ours = _pytorchjob(suspend=True)
+    ours["metadata"]["annotations"] = {SUSPENDED_FOR: "Reclaimed"}
+    assert "suspended" not in last_waiting_message(run([], [group], [], others=[ours]))
+
+
 def test_new_pods_of_a_finished_podgroup_are_told_so_and_not_unschedulable() -> None:
     """A failed Job deleted and created again beside its hand-written PodGroup: the PodGroup is
     `Failed` (terminal), so its new pods are never placed; each gets one Warning Event and

@@ -216,6 +216,32 @@ def settled(items: list[dict[str, Any]]) -> bool:
     ) and bool(by_name["giant"].get("conditions"))
 
 
+def unsettled(items: list[dict[str, Any]]) -> list[str]:
+    """The example gangs `settled` still waits for, each with what its PodGroup says (walked: a
+    rerun after the user had suspended the example Job failed "did not all settle" and pointed
+    at the operator's log, where nothing was wrong; `job-sweep` said why in its own status)."""
+    by_name = {g["metadata"]["name"]: g for g in items}
+    out: list[str] = []
+    for name in GANGS:
+        gang = by_name.get(name)
+        if gang is None:
+            out.append(f"{name}: no PodGroup yet")
+            continue
+        status = gang.get("status") or {}
+        conditions = status.get("conditions") or []
+        if name == "giant":
+            if not conditions:
+                out.append(f"{name}: no decision yet")
+            continue
+        phase = status.get("phase") or "no phase"
+        if phase in ("Running", "Succeeded", "Failed"):
+            continue
+        said = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+        why = f" ({said.get('reason')}: {said.get('message')})" if said else ""
+        out.append(f"{gang['metadata'].get('namespace', '')}/{name}: {phase}{why}")
+    return out
+
+
 def ended_examples(items: list[dict[str, Any]]) -> dict[str, str]:
     """The example gangs an earlier run left `Succeeded` or `Failed`, by name, with their phase.
     Why they matter: a gang that ended takes no new pods (terminal stays terminal), so applying
@@ -352,8 +378,11 @@ def main() -> None:
         items = gangs(kubeconfig)
     show(kubeconfig, items)
     if not settled(items):
+        waiting = "".join(f"\n  {line}" for line in unsettled(items))
         raise SystemExit(
-            f"the example gangs did not all settle within 90s; see {cluster_dir() / 'operator.log'}"
+            f"the example gangs did not all settle within 90s:{waiting}\n"
+            f"(phalanx explain NAME -n NAMESPACE says more; the operator's log: "
+            f"{cluster_dir() / 'operator.log'})"
         )
     for gang in failed_examples(items):
         console.print(

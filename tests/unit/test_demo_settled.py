@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.demo import EXAMPLE_FILES, GANGS, ended_examples, failed_examples, settled
+from phalanx.demo import (
+    EXAMPLE_FILES,
+    GANGS,
+    ended_examples,
+    failed_examples,
+    settled,
+    unsettled,
+)
 
 
 def _items(phases: dict[str, str]) -> list[dict[str, Any]]:
@@ -47,3 +54,31 @@ def test_example_gangs_an_earlier_run_ended_are_named_to_be_run_afresh() -> None
     }
     assert ended_examples(_items(dict.fromkeys(GANGS, "Running"))) == {}
     assert set(EXAMPLE_FILES.values()) - {None} == set(GANGS), "every example gang has its file"
+
+
+def test_a_rerun_that_does_not_settle_names_each_gang_it_waits_for_and_why() -> None:
+    """Walked: the example Job suspended by hand, `make demo` again failed "did not all
+    settle" pointing at the operator's log only; `job-sweep`'s own status said why."""
+    items = _items(dict.fromkeys(GANGS, "Running") | {"giant": "Pending"})
+    assert unsettled(items) == []
+    sweep = next(i for i in items if i["metadata"]["name"] == "job-sweep")
+    sweep["metadata"]["namespace"] = "research"
+    sweep["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "Scheduled",
+                "status": "False",
+                "reason": "WaitingForPods",
+                "message": "0 of 2 pods exist; its Job sweep is suspended",
+            }
+        ],
+    }
+    giant = next(i for i in items if i["metadata"]["name"] == "giant")
+    giant["status"] = {}
+    assert unsettled([i for i in items if i["metadata"]["name"] != "pair"]) == [
+        "pair: no PodGroup yet",
+        "giant: no decision yet",
+        "research/job-sweep: Pending (WaitingForPods: 0 of 2 pods exist; its Job sweep is "
+        "suspended)",
+    ]

@@ -330,3 +330,58 @@ def test_killed_at_chosen_points_and_restarted_nothing_is_lost_and_gangs_heal(
             )
             + "\n"
         )
+
+
+def test_killed_once_a_gang_is_bound_whole_the_restart_says_it_is_scheduled(
+    cluster: Cluster, phalanx_api: Any, ns: str, tmp_path: Path
+) -> None:
+    """The operator dies once a gang's binds have all landed, before the status that says so
+    (written deferred) is sent: the PodGroup still says `Binding`. The next operator finds it
+    bound as its decision record says and writes it `Running` with `Scheduled=True` from that
+    record — walked, it was left `Running` with no `Scheduled` condition at all — and deletes
+    none of its pods."""
+    custom = phalanx_api
+    custom.create_namespaced_custom_object(
+        "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("whole", 2)
+    )
+    for i in range(2):
+        cluster.core.create_namespaced_pod(ns, gang_pod(f"whole-{i}", "whole", GPUS))
+    first = OperatorProcess(
+        cluster.kubeconfig, tmp_path, name="dies", env={"PHALANX_FAULT_DIE_WHEN_WHOLE": "1"}
+    ).start()
+    try:
+        wait_for(first.exited, timeout=60, what="the operator to die once the gang was bound whole")
+    finally:
+        first.kill()
+    assert first.proc is not None and first.proc.returncode == 137, first.tail()
+    pods = _pods_by_gang(cluster, ns)["whole"]
+    assert all(p.spec.node_name for p in pods), "both members bound before the kill"
+    uids = {p.metadata.uid for p in pods}
+
+    def status() -> dict[str, Any]:
+        obj = custom.get_namespaced_custom_object(
+            "phalanx.dev", "v1alpha1", ns, "podgroups", "whole"
+        )
+        return dict(obj.get("status") or {})
+
+    assert status().get("phase") == "Binding", status()
+    second = OperatorProcess(cluster.kubeconfig, tmp_path, name="after").start()
+    try:
+        said = wait_for(
+            lambda: (
+                (s := status()).get("phase") == "Running"
+                and any(
+                    c["type"] == "Scheduled" and c["status"] == "True"
+                    for c in s.get("conditions", [])
+                )
+                and s
+            ),
+            timeout=60,
+            what="the restarted operator to write the gang Running with Scheduled=True",
+        )
+    finally:
+        second.stop()
+    (scheduled,) = [c for c in said["conditions"] if c["type"] == "Scheduled"]
+    assert scheduled["message"].startswith("bound 2 pods on 2 nodes under 1 leaf"), scheduled
+    assert "the operator stopped before it said so" in scheduled["message"], scheduled
+    assert {p.metadata.uid for p in _pods_by_gang(cluster, ns)["whole"]} == uids, "none deleted"

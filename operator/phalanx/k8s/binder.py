@@ -73,6 +73,9 @@ class FaultInjection:
     die_in_rollback: bool = False
     """PHALANX_FAULT_DIE_IN_ROLLBACK: die right after a rollback deleted a bare pod, before it
     creates it again (what the recreation journal is for)."""
+    die_when_whole: bool = False
+    """PHALANX_FAULT_DIE_WHEN_WHOLE: die once a gang's binds have all landed, before the status
+    that says so (written deferred) is sent."""
     issued: int = 0
     finished: int = 0
     records: int = 0
@@ -82,6 +85,11 @@ class FaultInjection:
         self.records += 1
         if self.die_after_records is not None and self.records >= self.die_after_records:
             log.error("fault injection: dying after %d decision records", self.records)
+            self.die()
+
+    def when_whole(self) -> None:
+        if self.die_when_whole:
+            log.error("fault injection: dying with a gang bound whole, its status not written")
             self.die()
 
     def after_rollback_delete(self) -> None:
@@ -227,6 +235,7 @@ class Binder:
             self.faults.after_record()
         results = await self._bind_all(gang, pods)
         if all(results):
+            self.faults.when_whole()
             self._bound_whole(gang, pods, reason, decision, now)
             if any(p.key not in pods and p.node_name is None for p in gang.waiting({})):
                 self.poke()  # members beyond this round are left to place

@@ -484,6 +484,7 @@ async def run_operator(
     if os.environ.get("PHALANX_FAULT_DIE_AFTER_RECORDS"):
         faults.die_after_records = int(os.environ["PHALANX_FAULT_DIE_AFTER_RECORDS"])
     faults.die_in_rollback = os.environ.get("PHALANX_FAULT_DIE_IN_ROLLBACK") == "1"
+    faults.die_when_whole = os.environ.get("PHALANX_FAULT_DIE_WHEN_WHOLE") == "1"
     if os.environ.get("PHALANX_FAULT_BIND_DELAY_S"):
         faults.bind_delay_s = float(os.environ["PHALANX_FAULT_BIND_DELAY_S"])
     source = IndexSource()

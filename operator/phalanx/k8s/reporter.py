@@ -42,12 +42,15 @@ from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
 from phalanx.k8s.status import (
+    bound_before_restart,
     condition,
+    condition_of,
     diff,
     eviction_closed,
     kept_condition,
     merge_conditions,
     merge_patch,
+    not_evicted,
     pending_status,
     pod_counts,
     queue_status_body,
@@ -85,6 +88,13 @@ DRIFTING_FIELDS = frozenset(
 OVERLAY_S = 60.0
 """The longest what we wrote is believed over a watch that shows otherwise (a watch is seconds
 behind at worst; a status edited by hand after that is then what counts)."""
+
+
+def _scheduled_true(status: Mapping[str, Any]) -> bool:
+    c = condition_of(status, "Scheduled")
+    return c is not None and c.get("status") == "True"
+
+
 ANNOUNCED = {Phase.SUCCEEDED: "Normal", Phase.FAILED: "Warning", Phase.DEGRADED: "Warning"}
 """Phases whose arrival is also an Event on the PodGroup."""
 
@@ -361,6 +371,19 @@ class Reporter:
                             now,
                         )
                     )
+            elif not _scheduled_true(gang.status):
+                # Bound whole as its decision record says, by an operator that stopped before
+                # its deferred status after the binds (`Binder._bound_whole`) was written.
+                leaf_level = self.config.topology_levels[-1][0]
+                message = bound_before_restart(gang.status, int(desired["bound"]), leaf_level)
+                changed.append(
+                    condition(gang.status, "Scheduled", "True", Reason.SCHEDULED, message, now)
+                )
+                if condition_of(gang.status, "Evicted") is None:
+                    changed.append(not_evicted(gang.status, now))
+                for stale in ("queuePosition", "estimatedStartTime", "pendingDetail"):
+                    if gang.status.get(stale) is not None:
+                        desired[stale] = None
             if changed:
                 desired["conditions"] = merge_conditions(gang.status, changed)
             return desired

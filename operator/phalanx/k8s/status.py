@@ -86,6 +86,30 @@ def not_evicted(previous: Mapping[str, Any], now: float) -> dict[str, Any]:
     return condition(previous, "Evicted", "False", "Running", message, now)
 
 
+def bound_before_restart(status: Mapping[str, Any], bound: int, leaf_level: str) -> str:
+    """The `Scheduled` message of a gang bound whole by an operator that stopped before it said
+    so: the status after the binds is written deferred (batched while other gangs bind), so a
+    crash in between left a `Running` gang with no `Scheduled` condition at all, or one that
+    still said why it had waited (walked: `kill -9` just after a 6-pod gang's binds). Numbers
+    from its decision record (`placement`, `scheduledAt`), which the binds followed."""
+    placement = status.get("placement")
+    placement = placement if isinstance(placement, Mapping) else {}
+    nodes = placement.get("nodes") or []
+    domains = placement.get("domains")
+    leaves = list((domains.get(leaf_level) if isinstance(domains, Mapping) else None) or [])
+    where = ""
+    if nodes and leaves:
+        under = f"{len(leaves)} leaf" if len(leaves) == 1 else f"{len(leaves)} leaves"
+        shown = ", ".join(str(x) for x in leaves[:4]) + (" …" if len(leaves) > 4 else "")
+        where = f" on {len(nodes)} node{'' if len(nodes) == 1 else 's'} under {under} ({shown})"
+    at = status.get("scheduledAt")
+    return (
+        f"bound {bound} pod{'' if bound == 1 else 's'}{where} as decided"
+        + (f" at {at}" if at else "")
+        + "; the operator stopped before it said so and found them bound when it started again"
+    )
+
+
 def eviction_closed(
     previous: Mapping[str, Any], phase: str, why: str, now: float
 ) -> dict[str, Any] | None:

@@ -619,3 +619,44 @@ def test_a_gang_whose_members_all_succeed_while_its_eviction_is_under_way_closes
         "ended Succeeded (2 of 2 members succeeded) while its eviction (TimeLimitExceeded) was "
         "under way: not placed again"
     ), closed
+
+
+def test_a_gang_bound_whole_before_a_crash_says_scheduled_after_the_restart() -> None:
+    """g's decision record (a → n1, b → n2 at t=960) and both binds landed, then the operator
+    stopped before its deferred status after the binds: the PodGroup still said `Binding`, its
+    `Scheduled` condition why it had waited (walked: `kill -9` just after a 6-pod gang's binds
+    left it `Running` with no `Scheduled` condition at all). The restarted operator writes it
+    `Running`, `Scheduled=True` from the record's numbers, `Evicted=False`, no queue position
+    left over."""
+    from phalanx.k8s.status import condition
+
+    pods = [running("a", "g", "n1", gpus=8), running("b", "g", "n2", gpus=8)]
+    waited = condition({}, "Scheduled", "False", "InsufficientCapacity", "needs 16 GPUs", 900.0)
+    status = {
+        "phase": "Binding",
+        "scheduledAt": "1970-01-01T00:16:00Z",
+        "placement": {
+            "domains": {"leaf": ["leaf-1"]},
+            "nodes": ["n1", "n2"],
+            "pods": {"uid-a": "n1", "uid-b": "n2"},
+        },
+        "queuePosition": 1,
+        "conditions": [waited],
+    }
+    api = FakeApi()
+    cycle(scheduler(api, pods, [{**group("g", 2), "status": status}]))
+    assert not [c for c in api.calls if c[0] in ("bind", "delete", "evict", "evicted")], api.calls
+    (written,) = [s for s in api.statuses if s.get("phase") == "Running"]
+    by_type = {c["type"]: c for c in written["conditions"]}
+    scheduled = by_type["Scheduled"]
+    assert (scheduled["status"], scheduled["reason"]) == ("True", "Scheduled"), scheduled
+    assert scheduled["message"] == (
+        "bound 2 pods on 2 nodes under 1 leaf (leaf-1) as decided at 1970-01-01T00:16:00Z; the "
+        "operator stopped before it said so and found them bound when it started again"
+    ), scheduled
+    assert by_type["Evicted"]["status"] == "False", by_type
+    assert written["queuePosition"] is None, written
+    api = FakeApi()
+    said = {**status, "phase": "Running", "conditions": [scheduled], "queuePosition": None}
+    cycle(scheduler(api, pods, [{**group("g", 2), "status": said}]))
+    assert not [s for s in api.statuses if "conditions" in s], "said once, not again"

@@ -622,6 +622,8 @@ class Reporter:
         on its way."""
         if pod.scheduled == ("False", reason, message[:1024]) or pod.uid in self.pod_writes:
             return
+        if self.busy() or len(self.pod_writes) >= POD_CONDITIONS_PER_CYCLE:
+            return  # as `write_pod_conditions`: never while gangs bind, never a flood; next cycle
         if self.pod_written.get(pod.uid, ("", ""))[:2] == (reason, message):
             return
         self.pod_written[pod.uid] = (reason, message, time.monotonic())

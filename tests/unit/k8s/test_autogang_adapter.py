@@ -548,6 +548,19 @@ def test_a_pod_naming_a_missing_podgroup_is_told_so_in_its_condition_too() -> No
     assert ("pod-condition", "lost-0") not in again.calls, again.calls
 
 
+def test_a_burst_of_pods_naming_missing_podgroups_is_told_a_bounded_number_per_cycle() -> None:
+    """70 pods created before their PodGroups (a chart's order): their `PodGroupNotFound`
+    conditions go at most `POD_CONDITIONS_PER_CYCLE` (64) a cycle, the rest the next, as every
+    pod condition does; each pod's Event goes at once."""
+    from phalanx.k8s.reporter import POD_CONDITIONS_PER_CYCLE
+
+    pods = [pod(f"early-{i}", group=f"early-{i}", gpus=1) for i in range(70)]
+    api = run(pods, [], [])
+    assert len(api.pod_conditions) == POD_CONDITIONS_PER_CYCLE == 64
+    assert sum(c == ("event", "PodGroupNotFound") for c in api.calls) == 70
+    assert len(run(pods, [], [], cycles=2).pod_conditions) == 70
+
+
 def test_spec_annotations_on_a_known_kinds_pods_are_said_not_read_once() -> None:
     """Walked: a PyTorchJob's time limit written on its pod templates, not on the PyTorchJob, ran
     92 s past its 15 s without a word. The PodGroup is made without it and a Warning says where

@@ -632,9 +632,13 @@ class Reporter:
     def report_unganged(self, view: View) -> None:
         """Pods whose automatic gang cannot be made (owner not found, workload suspended), gangs
         of one that could be gangs (one pod per owner says how), and managed gangs whose pods
-        carry spec annotations their workload does not (not read): an Event each, once."""
+        carry spec annotations their workload does not (not read): an Event each, once. A pod
+        that waits for its gang to be made says why in its `PodScheduled` condition too (kept
+        where the Event expires; not `Unschedulable`: no node added would let it run)."""
         for pod, auto in view.unganged:
             self._tell_pod(pod, auto.problem_reason, auto.problem, "Warning")
+            if not pod.node_name and not pod.deleting:
+                self._say_on_pod(pod, auto.problem_reason, auto.problem)
         for pod, hint in view.hints:
             self._tell_pod(pod, "NotGanged", hint, "Normal")
         for gang in view.gangs.values():

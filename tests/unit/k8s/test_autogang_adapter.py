@@ -221,9 +221,14 @@ def test_a_waiting_pods_condition_turns_at_once_when_its_gang_starts_without_it(
 
 
 def test_a_pod_whose_job_is_gone_waits_and_is_reported() -> None:
+    """In an Event and in its `PodScheduled` condition (reason `OwnerNotFound`, kept where the
+    Event expires; not `Unschedulable`, which an autoscaler would add nodes for)."""
     api = run([job_pod("train-0")], [], [])
     assert not [c for c in api.calls if c[0] in ("bind", "create-group")]
     assert ("event", "OwnerNotFound") in api.calls
+    cond = api.pod_conditions["train-0"]
+    assert (cond["status"], cond["reason"]) == ("False", "OwnerNotFound"), cond
+    assert "train" in cond["message"], cond
 
 
 def test_a_pod_of_an_unknown_kind_is_a_gang_of_one_with_a_hint() -> None:

@@ -546,8 +546,8 @@ def test_a_job_its_user_suspends_says_so_and_runs_again_when_resumed(
 ) -> None:
     """A running Job suspended by its user (`spec.suspend`, as Kueue does): the Job controller
     deletes its pods and the gang waits saying the Job is suspended — no eviction of ours, no
-    failure counted, the Job left unmarked; resumed, it runs whole again, its time limit
-    counted from the new start (`scheduledAt`)."""
+    failure counted, the Job left unmarked, no queue position (held outside the order);
+    resumed, it runs whole again, its time limit counted from the new start (`scheduledAt`)."""
     label_namespace(cluster, ns, "default")
     body = job("held", 2, annotations={"phalanx.dev/time-limit-seconds": "600"})
     selector = "batch.kubernetes.io/job-name=held"
@@ -564,6 +564,7 @@ def test_a_job_its_user_suspends_says_so_and_runs_again_when_resumed(
     )
     assert message.startswith("0 of 2 pods exist"), message
     status = group_status(custom, ns, "job-held")
+    assert status.get("queuePosition") is None, status  # held outside the order
     evicted = [c for c in status.get("conditions", []) if c["type"] == "Evicted"]
     assert all(c["status"] == "False" for c in evicted), evicted  # not evicted by the operator
     assert not status.get("memberFailures"), status

@@ -221,6 +221,13 @@ class PendingGang:
     """Its last eviction deleted bare pods (no controller) and it has not started since: its
     `WaitingForPods` says that nothing makes them again and what to do, instead of a count that
     reads as if they were on their way."""
+    held: str = ""
+    """Its workload is held by its user (a Job suspended by `spec.suspend`, as Kueue holds one
+    it has not admitted): why, in the adapter's words. It makes no pods until released, so the
+    gang waits `WaitingForPods` saying so, outside the order — no queue position, no plan, no
+    reservation — as Slurm's held job (`JobHeldUser`) is not ranked: the gangs behind it move
+    up (walked: a suspended Job's gang stayed first in its queue, the giant behind it said
+    position 2)."""
 
     @property
     def ns(self) -> str:

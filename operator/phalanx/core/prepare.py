@@ -358,6 +358,12 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 + (f"; the queue was named by {p.queue_source}" if p.queue_source else ""),
             )
             continue
+        if p.held:
+            decisions[p.id] = GangDecision(
+                Reason.WAITING_FOR_PODS,
+                f"{len(p.members)} of {p.min_member} pods exist; {p.held}",
+            )
+            continue
         level_pos = topo.level_pos
         req_level = level_pos[p.topology_required] if p.topology_required else None
         pref_level = level_pos[p.topology_preferred] if p.topology_preferred else None

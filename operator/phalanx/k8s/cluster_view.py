@@ -490,9 +490,8 @@ def build_view(
                 queue_source=gang.auto.queue_source
                 if gang.auto is not None and gang.group is not None and gang.group.managed
                 else "",
-                pods_note=(_suspended(gang, job, workloads) or _job_backoff(job, facts.evicted))
-                if len(live) < decision.need
-                else "",
+                pods_note=_job_backoff(job, facts.evicted) if len(live) < decision.need else "",
+                held=_suspended(gang, job, workloads),
                 bare_evicted=_bare_evicted(gang, facts.evicted),
                 workload=_workload_cap(gang, job),
             )

@@ -122,9 +122,14 @@ class GangBuilder:
         self._tolerations: list[Toleration] = []
         self._namespace = ""
         self._not_before: float | None = None
+        self._held = ""
 
     def queue(self, name: str) -> Self:
         self._queue = name
+        return self
+
+    def held(self, why: str) -> Self:
+        self._held = why
         return self
 
     def namespace(self, ns: str) -> Self:
@@ -215,6 +220,7 @@ class GangBuilder:
             time_limit=self._limit,
             min_resources=self._min_resources,
             not_before=self._not_before,
+            held=self._held,
         )
 
 

@@ -474,7 +474,8 @@ def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
     """The Job `train` suspended by its user (`spec.suspend`, no mark of ours) while its gang
     ran: the Job controller deleted its pods, and the gang waits for pods that come only once
     the Job is resumed; it says so rather than only "0 of 2 pods exist" (walked: the gang of a
-    suspended Job read as if its pods were on their way). Resumed, the note is gone."""
+    suspended Job read as if its pods were on their way). It is held outside the order: no
+    queue position. Resumed, the note is gone and it has one."""
     body = job(2)
     body["spec"]["suspend"] = True
     api = run([], [managed(2, phase="Running")], [body])
@@ -482,6 +483,8 @@ def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
         "0 of 2 pods exist; its Job train is suspended (spec.suspend): it makes no pods until "
         "resumed"
     )
+    assert api.statuses[-1].get("queuePosition") is None, api.statuses[-1]
+    assert run([], [managed(2, phase="Running")], [job(2)]).statuses[-1]["queuePosition"] == 1
     assert last_waiting_message(run([], [managed(2, phase="Running")], [job(2)])) == (
         "0 of 2 pods exist"
     )

@@ -300,6 +300,10 @@ class Reporter:
 
     async def _write_deferred(self, d: Deferred) -> None:
         await self.send_group_patch(d.gang, d.status)
+        # The reason it turned to, as `_write_status` remembers one: a gang that waits again
+        # for the reason it waited for before it ran says so again (walked: a Job suspended a
+        # second time got no `WaitingForPods` Event, the first one's still remembered).
+        self.reported[d.gang.uid] = (d.reason, "")
         self.emit(group_ref(d.gang), d.reason, d.message)
 
     def write_statuses(

@@ -490,6 +490,32 @@ def test_a_gang_whose_job_its_user_suspended_says_so_while_it_waits() -> None:
     )
 
 
+def test_a_job_suspended_a_second_time_after_it_ran_again_says_so_again() -> None:
+    """Suspended (a `WaitingForPods` Warning Event), resumed and bound (`Scheduled`), suspended
+    again: the second wait is an Event of its own (walked: it was not, the first one's reason
+    still remembered as the last said)."""
+    api = FakeApi()
+    config = build_config(bind_deadline_s=0.3, metrics_port=0, health_port=0)
+    held = job(2)
+    held["spec"]["suspend"] = True
+    group = managed(2, phase="Running")
+    sched = Scheduler(config, api, Source([], [group], [held]), clock=lambda: 1000.0)
+
+    async def cycle() -> None:
+        await sched.cycle()
+        await sched.settle()
+        sched.reporter.flush_deferred(force=True)
+        await sched.settle()
+
+    asyncio.run(cycle())
+    sched.source = Source([job_pod("train-0"), job_pod("train-1")], [group], [job(2)])
+    asyncio.run(cycle())
+    sched.source = Source([], [group], [held])
+    asyncio.run(cycle())
+    said = [c[1] for c in api.calls if c[0] == "event" and c[1] in ("WaitingForPods", "Scheduled")]
+    assert said == ["WaitingForPods", "Scheduled", "WaitingForPods"], api.calls
+
+
 def test_a_gang_whose_pytorchjob_its_user_suspended_says_so_and_ours_does_not() -> None:
     """Any kind ganging knows, not only Jobs: the PyTorchJob `ptj` suspended through its run
     policy while its gang ran, its pods gone. Suspended by its user, the wait names it and the

@@ -372,6 +372,44 @@ def test_a_jobset_of_two_jobs_of_two_is_one_gang_of_four_removed_with_it(
     )
 
 
+def test_a_jobset_its_user_suspends_is_held_saying_so_and_runs_again_when_resumed(
+    cluster: Cluster, custom: Any, ns: str
+) -> None:
+    """The JobSet controller suspends every child Job of a JobSet its user suspends and deletes
+    their pods: the gang waits naming the JobSet, outside the order (no queue position);
+    resumed, it runs whole again on new pods."""
+    create_workload(
+        custom, JOBSET_API, ns, jobset("hold", jobs=2, pods_per_job=1, scheduler="phalanx")
+    )
+    wait_group(custom, ns, "jobset-hold", 2)
+    selector = "jobset.sigs.k8s.io/jobset-name=hold"
+    first = {p.metadata.name for p in wait_bound(cluster, ns, selector, 2)}
+    custom.patch_namespaced_custom_object(
+        *JOBSET_API[:2], ns, JOBSET_API[2], "hold", {"spec": {"suspend": True}}
+    )
+    message = wait_message(
+        custom,
+        ns,
+        "jobset-hold",
+        "its JobSet hold is suspended (spec.suspend): it makes no pods until resumed",
+        timeout=60,
+        what="jobset-hold's WaitingForPods to say its JobSet is suspended",
+    )
+    assert message.startswith("0 of 2 pods exist"), message
+    assert group_status(custom, ns, "jobset-hold").get("queuePosition") is None
+    custom.patch_namespaced_custom_object(
+        *JOBSET_API[:2], ns, JOBSET_API[2], "hold", {"spec": {"suspend": False}}
+    )
+    wait_for(
+        lambda: (
+            group_status(custom, ns, "jobset-hold").get("phase") == "Running"
+            and not first & {p.metadata.name for p in pods_by(cluster, ns, selector)}
+        ),
+        timeout=90,
+        what="jobset-hold Running again on new pods once its JobSet was resumed",
+    )
+
+
 def test_an_lws_of_two_groups_of_three_is_two_gangs_each_under_one_leaf(
     cluster: Cluster, custom: Any, ns: str
 ) -> None:

@@ -1739,6 +1739,58 @@ with no reservations, gives `ee9e8c` less (20.3%) and starves a small VC (`925e2
 the whole trace as on the first 20,000 jobs, one queue reaches the goal by coming first, and the
 goal asks every queue to at once.
 
+**Twenty-sixth round (2026-12-05, 18:18–19:15 UTC): borrowed work kept apart from kept work on nodes
+(`pack_borrowed`); measured, not shipped.** The twenty-fifth round found `ee9e8c`'s smallest owed
+gang, mostly one whole node, without room 47.1% of its time below its share, and no whole node free
+for 45.0% of that. Hypothesis: reclaim evicts only gangs of queues above their deserved share, so it
+can free a node whole only where every gang on it is such a queue's; best fit (the fullest leaf that
+holds a gang, then its tightest node) puts a borrowing queue's 1-GPU job into whatever hole is
+tightest, beside work of queues within their shares, so few nodes can ever be freed. `pack_borrowed`
+(new, off; `tests/unit/core/test_core_policy_pack_borrowed.py`, four hand-worked cycles, red without
+it) keeps the two kinds apart. A gang starting now is *borrowing* when it takes its queue beyond its
+deserved share, else *kept*; a node is marked by the running gangs on it (their queue above its
+share or not, at the start of the cycle, plus the gangs the cycle binds). Among the leaves that hold
+the gang alone, those where it fits on nodes without work of the other kind come first; among the
+nodes that finish it, those first, then the tightest; fewest leaves and fewest nodes stay first, so
+it never costs a start. Why both kinds and not only borrowing gangs: the simplest rule that follows
+from the hypothesis is "do not mix the two on a node", and best fit would otherwise send kept 1-GPU
+jobs into the holes borrowed work leaves, mixing the node again. Reservations, the trial placements
+of reclaim and mixed members (first-fit) are unchanged.
+
+First Philly's first 20,000 jobs (`phalanx simulate --trace
+philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --limit-jobs 20000
+[--set pack_borrowed=true]`, compiled core, 2 min each), then the whole trace at phase 0 (the same
+without `--limit-jobs`, 771 / 762 s). The default, replayed on this branch with the setting off,
+gave every figure of `bench/results/sim.json` again, to the digit.
+
+| Philly | util. % (kept) | mean h | p95 h | largest worst h | worst queue | evicted / lost GPU-h |
+|---|---|---|---|---|---|---|
+| slice, default | 48.5 (42.9) | 4.55 | 9.32 | 440.6 (9–32) | `ee9e8c` 21.2% | 793 / 24,787 |
+| slice, packed | 48.5 (42.7) | 4.73 | 10.36 | 436.6 (9–32) | `ee9e8c` 21.3% | 687 / 25,889 |
+| whole, default | 77.45 (71.88) | 6.43 | 18.80 | 26.1 (33+) | `ee9e8c` 28.2% | 6,919 / 74,502 |
+| whole, packed | 77.96 (71.84) | 6.68 | 17.85 | 44.2 (33+) | `ee9e8c` 26.9% | 7,324 / 81,949 |
+
+(Packed: `--set pack_borrowed=true`. Worst queue: time below 90% of its own deserved share, the
+goal's figure; on reference shares the slice's worst falls from 21.1% (`b436b2`) to 18.5%
+(`ee9e8c`).) On the whole trace the worst queue moves 1.3 points and stays `ee9e8c`, far from 15%;
+others move both ways: `23dbec` 19.1 → 12.9%, `103959` 5.8 → 2.6%, but `2869ce` 16.0 → 18.6% and
+`6c71a0` 13.6 → 16.5%. The mean is 3.9% worse, p95 5.1% better, the 33+ class's worst wait 70% worse
+(nine jobs), and 10% more run is thrown away. Against `volcano` (twenty-fourth round) it would still
+meet the other goals (utilisation +0.50 point, mean −25.3%, p95 −16.5%, 33+ −58%). Why `ee9e8c` does
+not gain, from `python -m phalanx.sim.starved … --limit-jobs 20000 --top 12 [--set
+pack_borrowed=true]`: the setting does leave whole nodes free where the other queues' owed gangs
+wait (time with no whole node free: `b436b2` 36.4 → 12.8%, `7f04ca` 40.7 → 16.5%, `2869ce` 39.9 →
+12.8% of their time below), but those nodes are then all reserved (`b436b2` 63.6 → 87.1% of its time
+below), and the time below that tool counts falls for `b436b2` (175.0 → 158.0 h) but rises for
+`7f04ca` (149.9 → 174.2 h) and `2869ce` (148.9 → 166.3 h); for `ee9e8c` the time with no whole node
+free does not fall at all (34.9 → 38.2% of 102.9 → 97.6 h). Not shipped: the hypothesis does not
+hold on Philly. Keeping kinds apart frees whole nodes, which reservations then hold, rather than
+letting reclaim take whole nodes for `ee9e8c`. What the twenty-fifth round's figures point to
+instead is who holds the free whole nodes (reservations of queues within their shares), which this
+setting does not touch; a queue's status flips as demand moves, so a node marked at placement is not
+the node reclaim sees later, and reclaim's victim order (least run lost) is not by node: neither was
+measured here.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

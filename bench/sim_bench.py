@@ -1739,6 +1739,68 @@ with no reservations, gives `ee9e8c` less (20.3%) and starves a small VC (`925e2
 the whole trace as on the first 20,000 jobs, one queue reaches the goal by coming first, and the
 goal asks every queue to at once.
 
+**Twenty-sixth round (2026-12-05, 18:18–19:22 UTC): borrowed work kept apart from kept work on nodes
+(`pack_borrowed`); measured, not shipped.** The twenty-fifth round found `ee9e8c`'s smallest owed
+gang, mostly one whole node, without room 47.1% of its time below its share, and no whole node free
+for 45.0% of that. Hypothesis: reclaim evicts only gangs of queues above their deserved share, so it
+can free a node whole only where every gang on it is such a queue's; best fit (the fullest leaf that
+holds a gang, then its tightest node) puts a borrowing queue's 1-GPU job into whatever hole is
+tightest, beside work of queues within their shares, so few nodes can ever be freed. `pack_borrowed`
+(new, off; `tests/unit/core/test_core_policy_pack_borrowed.py`, four hand-worked cycles, red without
+it) keeps the two kinds apart. A gang starting now is *borrowing* when it takes its queue beyond its
+deserved share, else *kept*; a node is marked by the running gangs on it (their queue above its
+share or not, at the start of the cycle, plus the gangs the cycle binds). Among the leaves that hold
+the gang alone, those where it fits on nodes without work of the other kind come first; among the
+nodes that finish it, those first, then the tightest; fewest leaves and fewest nodes stay first, so
+it never costs a start. Why both kinds and not only borrowing gangs: the simplest rule that follows
+from the hypothesis is "do not mix the two on a node", and best fit would otherwise send kept 1-GPU
+jobs into the holes borrowed work leaves, mixing the node again. Reservations, the trial placements
+of reclaim and mixed members (first-fit) are unchanged.
+
+First Philly's first 20,000 jobs (`phalanx simulate --trace
+philly:bench/traces/philly-pollux/philly.csv --shape medium --policy phalanx --limit-jobs 20000
+[--set pack_borrowed=true]`, compiled core, 2 min each), then the whole trace at phase 0 (the same
+without `--limit-jobs`, 771 / 762 s) and at phase 15 (`tools/build_core.py --exec .venv/bin/python
+bench/sim_noise.py --custom pack-borrowed phalanx pack_borrowed=true --only philly --phase 15`, 751
+s; the phase-0 replay is in `results/sim-noise.jsonl` too, as `line_of` writes it, and both are in
+the Philly table of the noise section above). The default, replayed on this branch with the setting
+off, gave every figure of `bench/results/sim.json` again, to the digit; its phase-15 row is the
+twenty-fourth round's.
+
+| Philly | util. % (kept) | mean h | p95 h | largest worst h | worst queue | evicted / lost GPU-h |
+|---|---|---|---|---|---|---|
+| slice, default | 48.5 (42.9) | 4.55 | 9.32 | 440.6 (9–32) | `ee9e8c` 21.2% | 793 / 24,787 |
+| slice, packed | 48.5 (42.7) | 4.73 | 10.36 | 436.6 (9–32) | `ee9e8c` 21.3% | 687 / 25,889 |
+| phase 0, default | 77.45 (71.88) | 6.43 | 18.80 | 26.1 (33+) | `ee9e8c` 28.2% | 6,919 / 74,502 |
+| phase 0, packed | 77.96 (71.84) | 6.68 | 17.85 | 44.2 (33+) | `ee9e8c` 26.9% | 7,324 / 81,949 |
+| phase 15, default | 77.70 (71.79) | 6.47 | 17.79 | 37.8 (33+) | 28.0% | 6,618 / 79,094 |
+| phase 15, packed | 77.58 (72.00) | 6.21 | 16.36 | 31.4 (33+) | 29.9% | 6,739 / 74,646 |
+
+(Packed: `--set pack_borrowed=true`. Worst queue: time below 90% of its own deserved share, the
+goal's figure; on reference shares the slice's worst falls from 21.1% (`b436b2`) to 18.5%
+(`ee9e8c`).) On the whole trace the worst queue moves −1.3 points at phase 0 (it stays `ee9e8c`) and
++1.9 at phase 15: less than the default's own spread over grids (28.0–30.7%), and far from 15%. At
+phase 0 the other queues move both ways: `23dbec` 19.1 → 12.9%, `103959` 5.8 → 2.6%, but `2869ce`
+16.0 → 18.6% and `6c71a0` 13.6 → 16.5%. Mean, p95 and the 33+ class's worst wait (nine jobs) change
+sign between the two grids (mean +3.9% / −4.0%, p95 −5.1% / −8.0%, 33+ +70% / −17%); the run thrown
+away +10% / −6%. Against `volcano` at the same grids it would meet the mean, p95 and largest-class
+goals at both (−25.3 / −36.0%, −16.5 / −31.3%, −58 / −73%), utilisation at phase 0 (+0.50 point) and
+not quite at phase 15 (−0.503). Why `ee9e8c` does not gain, from `python -m phalanx.sim.starved …
+--limit-jobs 20000 --top 12 [--set pack_borrowed=true]`: the setting does leave whole nodes free
+where the other queues' owed gangs wait (time with no whole node free: `b436b2` 36.4 → 12.8%,
+`7f04ca` 40.7 → 16.5%, `2869ce` 39.9 → 12.8% of their time below), but those nodes are then all
+reserved (`b436b2` 63.6 → 87.1% of its time below), and the time below that tool counts falls for
+`b436b2` (175.0 → 158.0 h) but rises for `7f04ca` (149.9 → 174.2 h) and `2869ce` (148.9 → 166.3 h);
+for `ee9e8c` the time with no whole node free does not fall at all (34.9 → 38.2% of 102.9 → 97.6 h).
+Not shipped, and the default is unchanged: the hypothesis does not hold on Philly, and no figure
+moves beyond the noise of the cycle grid. Keeping the kinds apart frees whole nodes, which
+reservations then hold, rather than letting reclaim take whole nodes for `ee9e8c`. What the
+twenty-fifth round's figures point to instead is who holds the free whole nodes (reservations of
+queues within their shares), which this setting does not touch. Two things it also leaves alone, not
+measured here: a queue's status flips as demand moves, so a node marked at placement is not the node
+reclaim sees later; and reclaim's victim order (least run lost) is not by node. Shipping any change
+of placement would need every trace replayed (ITP 02–04 too) at every grid.
+
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).
 Measured on Philly's first 20,000 jobs (`python -m phalanx.sim.churn --trace

@@ -60,6 +60,14 @@ class Release:
         self.gang = gang
 
 
+KEPT = 1
+"""`Policy.pack_borrowed`: a node holds work of a queue at or within its deserved share, which
+reclaim never takes."""
+BORROWED = 2
+"""`Policy.pack_borrowed`: a node holds work of a queue above its deserved share (reclaim may
+take it for a queue below its own)."""
+
+
 class ClusterState:
     """Free capacity per node and domain, releases and holds, for one cycle."""
 
@@ -151,6 +159,9 @@ class ClusterState:
         self.unlimited_gpu = [0] * len(free)
         #: `Policy.align_ends`: start-now placement breaks its ties by `busy_until`.
         self.align_ends = False
+        #: `Policy.pack_borrowed`: per node, `KEPT` | `BORROWED` bits of the work it holds
+        #: (None: off). Set by the walk from the running gangs and the gangs it binds.
+        self.pack_marks: list[int] | None = None
         #: Free GPUs minus holds at now, kept up to date once `track_held_now` is called.
         self.held_now: HeldNow | None = None
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.

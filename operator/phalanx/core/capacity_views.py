@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
-from phalanx.core.capacity import ClusterState, Hold
+from phalanx.core.capacity import BORROWED, KEPT, ClusterState, Hold
 from phalanx.core.placement import CapacityView, Shape
 from phalanx.core.resources import count_fit
 from phalanx.core.shapecaps import LeafCaps, ShapeCaps, ShapeCapsCache
@@ -67,7 +67,7 @@ def recount(
 class NowView(CapacityView):
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "state")
+    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "side", "state")
 
     def __init__(
         self,
@@ -78,8 +78,11 @@ class NowView(CapacityView):
         ignore: frozenset[str] = frozenset(),
         node_cache: NodeCache | None = None,
         index: ShapeCapsCache | None = None,
+        side: int = 0,
     ) -> None:
         self.state = state
+        #: `Policy.pack_borrowed`: the gang's own work, `KEPT` or `BORROWED` (0: no preference).
+        self.side = side
         #: Per-shape leaf capacities kept current (see `ShapeCaps`); only plain views use it.
         self.index = index
         #: Per-node answers survive a change elsewhere in the leaf, which invalidates the
@@ -108,6 +111,15 @@ class NowView(CapacityView):
         if end == math.inf:
             return _FOREVER
         return int(min(end - max(until, self.now), _FOREVER - 1))
+
+    def packs(self) -> bool:
+        return self.side != 0 and self.state.pack_marks is not None
+
+    def node_mixes(self, n: int) -> int:
+        marks = self.state.pack_marks
+        if not self.side or marks is None:
+            return 0
+        return 1 if marks[n] & (KEPT | BORROWED) & ~self.side else 0
 
     def node_capacity(self, n: int) -> list[int]:
         st = self.state

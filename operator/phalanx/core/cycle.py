@@ -28,7 +28,7 @@ from typing import Any
 
 from phalanx.core import preemption, reclaim
 from phalanx.core.backfill import Plan, earliest_start, start_on_due
-from phalanx.core.capacity import ClusterState
+from phalanx.core.capacity import BORROWED, KEPT, ClusterState
 from phalanx.core.capacity_views import LeafCache, NodeCache, NowView, PlanCache, PlanNodeCache
 from phalanx.core.fairshare import ShareInput, fair_share_factor, water_fill
 from phalanx.core.futuremin import FutureMinCache
@@ -190,6 +190,7 @@ class Walk:
         self.now = now
         self.state = prep.state
         self.state.align_ends = policy.align_ends
+        self.state.pack_marks = self._pack_marks() if policy.pack_borrowed else None
         #: Eviction candidates in preference order, sorted once when first needed.
         self._reclaim_order: list[RunState] | None = None
         self._preempt_order: dict[str, list[RunState]] | None = None
@@ -230,6 +231,29 @@ class Walk:
         #: `Policy.peers_below_leaves`: the fewest pods of a gang that keeps its own bound.
         self.peers_from = self._pods_of_leaves(policy.peers_below_leaves)
 
+    def _pack_marks(self) -> list[int]:
+        """`Policy.pack_borrowed`: per node, whether it holds work of queues at or within their
+        deserved shares (`KEPT`) or above (`BORROWED`), from the running gangs not being
+        evicted (gangs the walk evicts keep their marks until the next cycle)."""
+        marks = [0] * len(self.state.free)
+        queues = self.prep.queues
+        for r in self.prep.running:
+            if r.evicted or r.gang.evicting:
+                continue
+            q = queues.get(r.gang.queue)
+            bit = BORROWED if q is not None and q.over_share else KEPT
+            for n, _ in r.nodes:
+                marks[n] |= bit
+        return marks
+
+    def _pack_side(self, w: GangWork) -> int:
+        """`Policy.pack_borrowed`: `BORROWED` when `w` would take its queue beyond its deserved
+        share, else `KEPT`; 0 when the setting is off."""
+        if self.state.pack_marks is None:
+            return 0
+        q = w.queue
+        return BORROWED if q.alloc_fair + w.fair > q.deserved else KEPT
+
     # -- start now ---------------------------------------------------------------------------
 
     def try_now(self, w: GangWork, end: float) -> Outcome:
@@ -252,6 +276,7 @@ class Walk:
                     self.c.cache,
                     node_cache=self.c.node_cache,
                     index=self.c.shape_caps,
+                    side=self._pack_side(w),
                 ),
                 w.shapes,
                 w.required_level,
@@ -275,6 +300,11 @@ class Walk:
             acc = per_node.setdefault(n, [0] * len(w.total))
             for i, v in enumerate(vec_of[pod]):
                 acc[i] += v
+        marks = self.state.pack_marks
+        if marks is not None:
+            side = self._pack_side(w)
+            for n in per_node:
+                marks[n] |= side
         for n, vec in sorted(per_node.items()):
             self.state.change(n, vec, -1)
             if end < math.inf:

@@ -431,6 +431,16 @@ class Policy:
     there end by theirs, else the one it keeps busy the least beyond them: the node's GPUs then
     come back together, as a whole node for a gang of a node's size, instead of one GPU at a
     time (end-time alignment). Off: the lower node index."""
+    pack_borrowed: bool = False
+    """A gang starting now does not mix borrowed with kept work on a node where it can help it:
+    reclaim evicts only gangs of queues above their deserved share, so it can free a whole
+    node for a queue below its share only where every gang is of such a queue. A gang that
+    takes its queue beyond its share (borrowing) prefers nodes without work of queues at or
+    within their shares, a gang that keeps its queue within its share prefers nodes without
+    work of queues above theirs: among the leaves that hold the gang alone, those where it fits
+    on such nodes; among the nodes that finish it, those, then the tightest (the topology
+    objective and the fewest nodes come first; mixed members keep first-fit). Off: the
+    tightest, then the lower index (issue 19, twenty-sixth round; for measuring)."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's
     "overused": allocated ≥ deserved) is not planned before the walk while another queue is

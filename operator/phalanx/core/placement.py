@@ -135,6 +135,15 @@ class CapacityView:
         """`leaf_idle` for one node."""
         return 0
 
+    def packs(self) -> bool:
+        """Whether `node_mixes` can answer 1 (`Policy.pack_borrowed`, for a start now)."""
+        return False
+
+    def node_mixes(self, n: int) -> int:
+        """`Policy.pack_borrowed`: 1 when the gang placed would mix borrowed with kept work on
+        node n (see `capacity.BORROWED`), else 0."""
+        return 0
+
 
 def compute_leaf_counts(
     view: CapacityView, shape: Shape, leaf: int
@@ -159,14 +168,27 @@ def _spread(view: CapacityView, counts: list[tuple[int, int]], k: int) -> list[t
 
     Takes the largest node until one node alone can finish the job, then the *smallest* node that
     can: the count of nodes is minimal and large empty nodes are left for larger pods later.
-    Between nodes of equal count, the one the view calls least idle (`node_idle`) first.
+    Between nodes of equal count, the one the view calls least idle (`node_idle`) first. With
+    `Policy.pack_borrowed` (`view.packs()`), nodes the gang mixes nothing on come first among
+    those of equal count, and among the nodes that can finish it.
     """
     idle = view.node_idle
-    order = sorted(counts, key=lambda nc: (-nc[1], idle(nc[0]), nc[0]))
+    packs = view.packs()
+    mix = view.node_mixes
+    if packs:
+        order = sorted(counts, key=lambda nc: (-nc[1], mix(nc[0]), idle(nc[0]), nc[0]))
+    else:
+        order = sorted(counts, key=lambda nc: (-nc[1], idle(nc[0]), nc[0]))
     out: list[tuple[int, int]] = []
     remaining = k
     i = 0
     while remaining > 0 and i < len(order):
+        if order[i][1] >= remaining and packs:
+            # `Policy.pack_borrowed`: of the nodes that finish it, one it mixes nothing on
+            # first, then the tightest (the prefix of `order` from i that holds `remaining`).
+            best = min((mix(n), c, idle(n), n) for n, c in order[i:] if c >= remaining)
+            out.append((best[3], remaining))
+            return out
         if order[i][1] >= remaining:
             j = i
             while j + 1 < len(order) and order[j + 1][1] >= remaining:
@@ -267,14 +289,15 @@ def _homogeneous(
     info = Outcome(None, fit_pods=fit)
     if fit < k:
         return None, info
+    packs = view.packs()
     if scope_level is None:
-        chosen = _choose_leaves(view, caps, k)
+        chosen = _choose_leaves(view, _unmixed(view, shape, caps, k)[0] if packs else caps, k)
         return chosen, info
     of_leaf = topo.level_domain_of_leaf[scope_level]
     groups: dict[int, list[tuple[int, int]]] = {}
     for leaf, c in caps:
         groups.setdefault(of_leaf[leaf], []).append((leaf, c))
-    best: tuple[tuple[int, int, int, int], list[tuple[int, int]]] | None = None
+    best: tuple[tuple[int, int, int, int, int], list[tuple[int, int]]] | None = None
     best_fail: tuple[int, int] | None = None
     for d, members in groups.items():
         tot = sum(c for _, c in members)
@@ -282,11 +305,16 @@ def _homogeneous(
             if best_fail is None or (tot, -d) > (best_fail[0], -best_fail[1]):
                 best_fail = (tot, d)
             continue
-        chosen = _choose_leaves(view, members, k)
+        mixes = 0
+        scope = members
+        if packs:
+            scope, clean = _unmixed(view, shape, members, k)
+            mixes = 0 if clean else 1
+        chosen = _choose_leaves(view, scope, k)
         if chosen is None:
             continue
         spines = len({topo.spine_of[leaf] for leaf, _ in chosen})
-        key = (len(chosen), spines, tot, d)
+        key = (len(chosen), spines, mixes, tot, d)
         if best is None or key < best[0]:
             best = (key, chosen)
     if best is not None:
@@ -298,6 +326,22 @@ def _homogeneous(
             view.leaf_upper_gpu(leaf) for leaf, _ in caps if of_leaf[leaf] == d
         )
     return None, info
+
+
+def _unmixed(
+    view: CapacityView, shape: Shape, caps: list[tuple[int, int]], k: int
+) -> tuple[list[tuple[int, int]], bool]:
+    """`Policy.pack_borrowed`: the leaves of `caps` that hold the k pods alone on nodes the gang
+    mixes nothing on (`node_mixes`), and True; `caps` and False when no leaf does."""
+    mix = view.node_mixes
+    clean: list[tuple[int, int]] = []
+    for leaf, c in caps:
+        if c < k:
+            continue
+        _, counts = view.leaf_counts(shape, leaf)
+        if sum(cn for n, cn in counts if not mix(n)) >= k:
+            clean.append((leaf, c))
+    return (clean, True) if clean else (caps, False)
 
 
 def place(

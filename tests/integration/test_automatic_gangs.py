@@ -211,6 +211,31 @@ def wait_evicted(custom: Any, ns: str, group: str, reason: str, why: str) -> dic
     return status
 
 
+def running_on_new_pods(
+    cluster: Cluster,
+    custom: Any,
+    ns: str,
+    group: str,
+    selector: str,
+    old: set[str],
+    *,
+    timeout: float,
+    after: str,
+) -> dict[str, Any]:
+    """`group`'s status once it is `Running` again and none of the pods `old` (by name) is left
+    among `selector`'s: its workload made them again and they were bound."""
+    found: dict[str, Any] = wait_for(
+        lambda: (
+            (s := group_status(custom, ns, group)).get("phase") == "Running"
+            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
+            and s
+        ),
+        timeout=timeout,
+        what=f"{group} Running again on new pods {after}",
+    )
+    return found
+
+
 def wait_message(custom: Any, ns: str, group: str, text: str, *, timeout: float, what: str) -> str:
     """`group`'s `Scheduled` message once it contains `text`."""
 
@@ -400,13 +425,8 @@ def test_a_jobset_its_user_suspends_is_held_saying_so_and_runs_again_when_resume
     custom.patch_namespaced_custom_object(
         *JOBSET_API[:2], ns, JOBSET_API[2], "hold", {"spec": {"suspend": False}}
     )
-    wait_for(
-        lambda: (
-            group_status(custom, ns, "jobset-hold").get("phase") == "Running"
-            and not first & {p.metadata.name for p in pods_by(cluster, ns, selector)}
-        ),
-        timeout=90,
-        what="jobset-hold Running again on new pods once its JobSet was resumed",
+    running_on_new_pods(
+        cluster, custom, ns, "jobset-hold", selector, first, timeout=90, after="once resumed"
     )
 
 
@@ -566,13 +586,8 @@ def test_a_member_failure_restarts_the_job_whole_and_the_wait_names_the_jobs_bac
     assert "its Job retry has " in message and "failed pod" in message, message
     assert "after its back-off, up to " in message, message
     old = {p.metadata.name for p in first}
-    wait_for(
-        lambda: (
-            group_status(custom, ns, "job-retry").get("phase") == "Running"
-            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
-        ),
-        timeout=120,
-        what="job-retry Running again on new pods after the Job's back-off",
+    running_on_new_pods(
+        cluster, custom, ns, "job-retry", selector, old, timeout=120, after="the Job's back-off"
     )
 
 
@@ -615,14 +630,8 @@ def test_a_job_its_user_suspends_says_so_and_runs_again_when_resumed(
     )
     cluster.batch.patch_namespaced_job("held", ns, {"spec": {"suspend": False}})
     old = {p.metadata.name for p in first}
-    again = wait_for(
-        lambda: (
-            (s := group_status(custom, ns, "job-held")).get("phase") == "Running"
-            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
-            and s
-        ),
-        timeout=60,
-        what="job-held Running again on new pods once its Job was resumed",
+    again = running_on_new_pods(
+        cluster, custom, ns, "job-held", selector, old, timeout=60, after="once resumed"
     )
     assert _epoch(again["scheduledAt"]) > _epoch(started), (again["scheduledAt"], started)
 
@@ -667,13 +676,8 @@ def test_a_drained_jobs_gang_is_no_failure_of_its_own_and_names_the_jobs_hidden_
     )
     assert "counts the pods its podFailurePolicy ignores" in message, message
     old = {p.metadata.name for p in first}
-    wait_for(
-        lambda: (
-            group_status(custom, ns, "job-drained").get("phase") == "Running"
-            and not old & {p.metadata.name for p in pods_by(cluster, ns, selector)}
-        ),
-        timeout=60,
-        what="job-drained Running again on new pods after the Job's back-off",
+    running_on_new_pods(
+        cluster, custom, ns, "job-drained", selector, old, timeout=60, after="the Job's back-off"
     )
     assert not group_status(custom, ns, "job-drained").get("memberFailures")
     assert not cluster.batch.read_namespaced_job("drained", ns).status.failed, "ignored"

@@ -37,6 +37,7 @@ from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import PodRec
 from phalanx.k8s.reporter import Reporter, group_ref
 from phalanx.k8s.status import (
+    PENDING_ONLY,
     condition,
     evicted_mark,
     merge_conditions,
@@ -48,9 +49,6 @@ from phalanx.k8s.status import (
 from phalanx.k8s.tasks import pod_ref, spawn
 
 log = logging.getLogger("phalanx.binder")
-PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail", "evictedBarePods")
-"""Status fields that describe a gang waiting (or why it waits); the decision record removes
-them."""
 GONE_WAIT_S = 30.0
 """How long a rollback waits for a deleted bare pod to be gone before it recreates it."""
 

@@ -42,6 +42,7 @@ from phalanx.k8s.cluster_view import Gang, View
 from phalanx.k8s.metrics import Metrics
 from phalanx.k8s.records import NATIVE_GROUP, NATIVE_VERSION, GroupRec, PodRec
 from phalanx.k8s.status import (
+    PENDING_ONLY,
     bound_before_restart,
     condition,
     condition_of,
@@ -385,9 +386,7 @@ class Reporter:
                 )
                 if condition_of(gang.status, "Evicted") is None:
                     changed.append(not_evicted(gang.status, now))
-                for stale in ("queuePosition", "estimatedStartTime", "pendingDetail"):
-                    if gang.status.get(stale) is not None:
-                        desired[stale] = None
+                desired.update({k: None for k in PENDING_ONLY if gang.status.get(k) is not None})
             if changed:
                 desired["conditions"] = merge_conditions(gang.status, changed)
             return desired

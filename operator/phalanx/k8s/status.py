@@ -44,6 +44,11 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+PENDING_ONLY = ("queuePosition", "estimatedStartTime", "pendingDetail", "evictedBarePods")
+"""Status fields that describe a gang waiting (or why it waits): the decision record removes
+them, and so does the status of a gang found bound whole after a restart."""
+
+
 def condition_of(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
     """The condition of type `ctype` in `status` (a status edited by hand may lack any)."""
     return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)

@@ -2055,7 +2055,7 @@ def _result(prep: Prepared, sched: Walk, scaled: bool, scale: float) -> CycleRes
             # gangs had all ended showed ALLOCATED blank beside DESERVED 0 in `kubectl get gq`.
             allocated={fair_name: 0, **allocated},
             borrowed={fair_name: max(0, got - q.deserved)},
-            pending_gangs=pending.get(name, 0),
+            pending_gangs=pending.get(name, 0) + q.held,
             running_gangs=sum(1 for r in running if not r.gang.over) + bound.get(name, 0),
             fair_share=q.fair_share,
             guarantee_scaled=scaled,

@@ -363,6 +363,7 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 Reason.WAITING_FOR_PODS,
                 f"{len(p.members)} of {p.min_member} pods exist; {p.held}",
             )
+            qs.held += 1
             continue
         level_pos = topo.level_pos
         req_level = level_pos[p.topology_required] if p.topology_required else None

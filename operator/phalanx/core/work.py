@@ -60,6 +60,9 @@ class QueueState:
     fair_share: float = 1.0
     running: int = 0
     pending: int = 0
+    #: Gangs its users hold (`PendingGang.held`): outside the order, yet still pending in it, so
+    #: `status.pendingGangs` counts them as `kubectl get gang` shows them (phase `Pending`).
+    held: int = 0
 
     @property
     def over_share(self) -> bool:

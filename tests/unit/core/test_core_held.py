@@ -35,3 +35,17 @@ def test_a_held_gang_has_no_position_and_the_gang_behind_it_moves_up() -> None:
     assert (sweep.queue_position, sweep.estimated_start) == (None, None)
     assert after.gangs["ns/big"].queue_position == 1
     assert after.gangs["ns/big"].estimated_start == NOW + 540
+
+
+def test_a_held_gang_still_counts_among_its_queues_pending_gangs() -> None:
+    """The same cycle: `sweep` held and `big` waiting are both `Pending`, so the queue's
+    `pendingGangs` is 2, as `kubectl get gang` lists them, though only `big` is ranked; `r`
+    is its one running gang."""
+    held = gang("sweep").min(2).created(NOW - 600).held(HELD)
+    big = gang("big").pods(2).created(NOW - 60).time_limit(600)
+    run = [running("r").on("s0-l0-n00").on("s0-l0-n01").started(NOW - 60).time_limit(600)]
+    result = schedule(
+        snapshot(fabric(1, 1, 2), [queue("default")], run, [held, big]), Policy(), NOW
+    )
+    status = result.queues["default"]
+    assert (status.pending_gangs, status.running_gangs) == (2, 1)

@@ -364,8 +364,9 @@ def main() -> None:
     for name, gang in EXAMPLE_FILES.items():
         if gang in ended:
             console.print(
-                f"{gang} ended {ended[gang]} in an earlier run and would take no new pods; to "
-                f"run it afresh: $ kubectl delete -f deploy/examples/{name} (but a Namespace)"
+                f"{gang} ended {ended[gang]} in an earlier run and would take no new pods; "
+                f"deleting its objects to run it afresh, as $ kubectl delete -f "
+                f"deploy/examples/{name} does (its Namespace kept)"
             )
             delete_example(kubeconfig, EXAMPLES / name)
         console.print(f"$ kubectl apply -f deploy/examples/{name}")

@@ -541,8 +541,11 @@ class Reporter:
             self.emit(group_ref(gang), reason, message, ANNOUNCED[Phase(phase)])
 
     def _report_implicit(self, gang: Gang, reason: str, message: str) -> None:
+        """The Warning Event of a waiting gang with no PodGroup (a gang of one), on its pod:
+        when its reason turns, as a PodGroup's (`_write_status`), never for numbers that move
+        (walked: "waited 3s …", "waited 5s …" made an Event per pod every cycle)."""
         pod = gang.pods[0]
-        if self._once(gang.uid, reason, message):
+        if self._once(gang.uid, reason, ""):
             self.emit(pod_ref(pod.namespace, pod.name, pod.uid), reason, message, "Warning")
 
     def report_orphans(self, view: View) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,6 +20,11 @@ from phalanx.core.lifecycle import MemberFailure
 from phalanx.devcluster.errors import DevClusterError
 from phalanx.inspection.errors import ViewError
 from phalanx.inspection.formats import Output, dump
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from phalanx.inspection.rows import Explanation
 
 app = typer.Typer(
     help="Phalanx: all-or-nothing, topology-aware, fair-share batch scheduling of GPU gangs.",
@@ -662,14 +667,22 @@ def explain_view(
     """Why a gang waits, in numbers, and what would let it start."""
     from datetime import UTC, datetime
 
-    from phalanx.inspection import render
     from phalanx.inspection.errors import PodGroupNotFound
     from phalanx.inspection.fetch import Reader
-    from phalanx.inspection.rows import explanation, missing_group, recent_events, split_name
+    from phalanx.inspection.pod_gang import explain_pod, readable_pod
+    from phalanx.inspection.rows import (
+        Explanation,
+        explanation,
+        missing_group,
+        recent_events,
+        split_name,
+    )
 
     # Before connecting: a malformed name is the user's to fix whatever the cluster holds.
     given_ns, name = split_name(podgroup, namespace)
     reader = Reader.connect(kubeconfig, context)
+    member_of: str | None = None
+    now = datetime.now(UTC)
     try:
         obj = reader.podgroup(given_ns or reader.namespace, name)
     except PodGroupNotFound as missing:
@@ -677,19 +690,32 @@ def explain_view(
             pods = reader.pods_naming(missing.namespace, missing.name)
         except ViewError:
             raise missing from None  # may not list pods: the plain "not found"
-        raise ViewError(missing_group(missing.namespace, missing.name, pods)) from None
+        said = missing_group(missing.namespace, missing.name, pods)
+        pod = None if said != str(missing) else readable_pod(reader, missing.namespace, name)
+        if pod is None:
+            raise ViewError(said) from None
+        found_pod = explain_pod(reader, pod, missing.namespace)
+        if isinstance(found_pod, Explanation):
+            _print_explanation(found_pod, output, now)
+            return
+        obj, member_of = found_pod, name
     try:  # whose borrowed GPUs could be reclaimed for it; a user may not be allowed to list them
         queues: list[dict[str, Any]] | None = reader.queues()
     except ViewError:
         queues = None
-    now = datetime.now(UTC)
     found = explanation(obj, now, queues)
     uid = str((obj.get("metadata") or {}).get("uid") or "")
     try:  # its history; a user who may not list Events still gets the rest
         events = reader.events(found.namespace, uid) if uid else []
     except ViewError:
         events = []
-    found = dataclasses.replace(found, events=recent_events(events))
+    found = dataclasses.replace(found, events=recent_events(events), member_of=member_of)
+    _print_explanation(found, output, now)
+
+
+def _print_explanation(found: Explanation, output: Output, now: datetime) -> None:
+    from phalanx.inspection import render
+
     if output is not Output.TABLE:
         print(dump(found.to_json(), output))
     else:

@@ -455,3 +455,46 @@ def test_the_views_work_as_the_kubectl_plugin(cluster: Cluster, phalanx_api: Any
     usage = plugin("queue", "--help")
     assert usage.returncode == 0
     assert "Usage: kubectl phalanx queue" in usage.stdout
+
+
+def test_explain_given_a_pods_name_explains_its_gang_or_the_gang_of_one_it_is(
+    cluster: Cluster, phalanx_api: Any, ns: str
+) -> None:
+    """A user knows the pods they submitted, not always a PodGroup: `explain <pod>` explains
+    the PodGroup a member pod names, and a pod with no PodGroup (a gang of one) from the pod
+    itself: the reason its Events give, the operator's message from its condition. Walked: a
+    Deployment's waiting pod got `PodGroup "<pod>" not found`."""
+    phalanx_api.create_namespaced_custom_object(
+        "phalanx.dev", "v1alpha1", ns, "podgroups", pod_group("pair", 2)
+    )
+    cluster.core.create_namespaced_pod(ns, gang_pod("pair-0", "pair", 8))
+    # 16 GPUs in one pod: no node of the `small` shape (8 GPUs each) can ever hold it.
+    cluster.core.create_namespaced_pod(ns, gang_pod("solo", None, 16))
+
+    def explained(name: str, reason: str, message: str = "") -> dict[str, Any] | None:
+        out: dict[str, Any] = phalanx_json(cluster, "explain", name, "-n", ns)
+        said = out["reason"] == reason and (out["message"] or "").startswith(message)
+        return out if said else None
+
+    member = wait_for(
+        lambda: explained("pair-0", "WaitingForPods"),
+        timeout=30,
+        interval=1,
+        what="`explain pair-0` to explain its PodGroup pair, waiting for its pods",
+    )
+    assert (member["kind"], member["name"], member["memberOf"]) == ("PodGroup", "pair", "pair-0")
+    lone = wait_for(
+        # The reason from its Event, the message from its PodScheduled condition (unprefixed).
+        lambda: explained("solo", "InsufficientCapacity", "needs 16 GPUs"),
+        timeout=30,
+        interval=1,
+        what="`explain solo` to give its Event's InsufficientCapacity and its message",
+    )
+    assert (lone["kind"], lone["name"], lone["phase"]) == ("Pod", "solo", "Pending"), lone
+    assert lone["memberOf"] is None and lone["position"] is None, lone
+    text = phalanx(cluster, "explain", "solo", "-n", ns).stdout
+    assert text.startswith(f"Pod       {ns}/solo (a gang of one, no PodGroup; queue "), text
+    assert "InsufficientCapacity" in text, text
+    missing = phalanx(cluster, "explain", "nothing", "-n", ns, check=False)
+    assert missing.returncode == 1
+    assert missing.stderr == f'phalanx: error: PodGroup "nothing" not found in namespace "{ns}"\n'

@@ -191,6 +191,45 @@ class Reader:
 
         return self._list(f"list Pods in namespace {namespace}", listed, namespace)
 
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod `namespace/name`, or None when there is none (`explain` given a pod's name)."""
+        import json
+
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        core = client.CoreV1Api(self.api_client)
+
+        def read(name: str, namespace: str, **kw: Any) -> dict[str, Any]:
+            raw: Any = core.read_namespaced_pod(name, namespace, _preload_content=False, **kw)
+            body: dict[str, Any] = json.loads(raw.data)
+            return body
+
+        try:
+            return self._call(f"get Pod {namespace}/{name}", read, name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise ViewError(f"cannot get Pod {namespace}/{name}: {_api_message(exc)}") from exc
+
+    def namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        """The namespace's labels, or None when the user may not read it (`view` does not let
+        one read Namespaces) or it cannot be read."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        core = client.CoreV1Api(self.api_client)
+        try:
+            ns = self._call(
+                f"get Namespace {namespace}",
+                lambda name, **kw: core.read_namespace(name, **kw).to_dict(),
+                namespace,
+            )
+        except (ViewError, ApiException):
+            return None
+        labels = (ns.get("metadata") or {}).get("labels") or {}
+        return {str(k): str(v) for k, v in labels.items()}
+
     def podgroup(self, namespace: str, name: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
 

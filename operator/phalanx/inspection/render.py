@@ -124,7 +124,13 @@ def explanation_text(e: Explanation, now: datetime) -> Text:
         out.append(f"{label:<10}", style="bold")
         out.append(f"{value}\n")
 
-    line("PodGroup", f"{e.namespace}/{e.name} (queue {e.queue})")
+    if e.member_of:
+        line("Pod", f"{e.namespace}/{e.member_of}, a member of this PodGroup")
+    if e.kind == "Pod":
+        queue = f"queue {e.queue}" if e.queue else "queue: its workload's or namespace's label"
+        line("Pod", f"{e.namespace}/{e.name} (a gang of one, no PodGroup; {queue})")
+    else:
+        line(e.kind, f"{e.namespace}/{e.name} (queue {e.queue})")
     line("Phase", _cell(e.phase))
     line("Reason", _cell(e.reason))
     if e.finished:

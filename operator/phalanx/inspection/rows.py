@@ -408,7 +408,8 @@ class Explanation:
 
     namespace: str
     name: str
-    queue: str
+    queue: str | None
+    """Its queue; None only for a gang of one whose queue a workload's label may name."""
     phase: str | None
     reason: str | None
     message: str | None
@@ -427,6 +428,10 @@ class Explanation:
     "ImagePullBackOff: 1 of 4 bound members not running: …"."""
     events: tuple[EventLine, ...] = ()
     """Its last Events (`recent_events`), when the user may list them."""
+    kind: str = "PodGroup"
+    """What holds its status: `Pod` for a gang of one, which has no PodGroup (`pod_gang`)."""
+    member_of: str | None = None
+    """The pod name `explain` was given when it explains that pod's PodGroup."""
 
     def to_json(self) -> dict[str, Any]:
         """`reason, message, detail` (PRODUCT.md §6) and what surrounds them."""
@@ -447,6 +452,8 @@ class Explanation:
             "finished": self.finished,
             "notStarted": self.not_started,
             "events": [e.to_json() for e in self.events],
+            "kind": self.kind,
+            "memberOf": self.member_of,
         }
 
 

@@ -613,6 +613,7 @@ def queue_view(
 
     from phalanx.inspection import render
     from phalanx.inspection.fetch import Reader
+    from phalanx.inspection.pod_gang import alone_note, waiting_alone
     from phalanx.inspection.rows import queue_rows
 
     if namespace and all_namespaces:
@@ -622,10 +623,17 @@ def queue_view(
     rows = queue_rows(reader.podgroups(ns), start=start)
     if output is not Output.TABLE:
         print(dump([r.to_json() for r in rows], output))
-    elif not rows:
+        return
+    try:  # pods waiting as gangs of one have no PodGroup, so no row: a line says they wait
+        alone = waiting_alone(reader.pending_pods(ns))
+    except ViewError:
+        alone = []  # may not list pods
+    if not rows and not alone:
         err.print(f"no PodGroups{'' if ns is None else f' in namespace {ns}'}", highlight=False)
-    else:
+    if rows:
         render.show(render.queue_table(rows, datetime.now(UTC), ns is None))
+    if alone:
+        print(alone_note(alone, ns is not None))
 
 
 @app.command("share")
@@ -657,7 +665,11 @@ def share_view(
 @app.command("explain")
 def explain_view(
     podgroup: Annotated[
-        str, typer.Argument(help="The PodGroup's name, or NAMESPACE/NAME as this view prints it.")
+        str,
+        typer.Argument(
+            help="The PodGroup's name, or NAMESPACE/NAME as this view prints it; or a pod's "
+            "name: its gang's PodGroup, or the pod itself for a gang of one."
+        ),
     ],
     namespace: NamespaceOpt = None,
     output: OutputOpt = Output.TABLE,

@@ -495,6 +495,11 @@ def test_explain_given_a_pods_name_explains_its_gang_or_the_gang_of_one_it_is(
     text = phalanx(cluster, "explain", "solo", "-n", ns).stdout
     assert text.startswith(f"Pod       {ns}/solo (a gang of one, no PodGroup; queue "), text
     assert "InsufficientCapacity" in text, text
+    listed = phalanx(cluster, "queue", "-n", ns).stdout
+    assert listed.endswith(
+        "1 pod with no PodGroup waits as a gang of one: solo (phalanx explain POD says why)\n"
+    ), listed
+    assert "pair" in listed and "pair-0" not in listed, listed  # a member is its gang's row
     missing = phalanx(cluster, "explain", "nothing", "-n", ns, check=False)
     assert missing.returncode == 1
     assert missing.stderr == f'phalanx: error: PodGroup "nothing" not found in namespace "{ns}"\n'

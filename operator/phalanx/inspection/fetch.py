@@ -191,6 +191,33 @@ class Reader:
 
         return self._list(f"list Pods in namespace {namespace}", listed, namespace)
 
+    def pending_pods(self, namespace: str | None) -> list[dict[str, Any]]:
+        """Pods not yet bound (phase `Pending`) of one namespace, or of all (`None`)."""
+        import json
+
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        selector = "status.phase=Pending"
+
+        def in_all(**kw: Any) -> dict[str, Any]:
+            raw: Any = core.list_pod_for_all_namespaces(
+                field_selector=selector, _preload_content=False, **kw
+            )
+            body: dict[str, Any] = json.loads(raw.data)
+            return body
+
+        def in_one(namespace: str, **kw: Any) -> dict[str, Any]:
+            raw: Any = core.list_namespaced_pod(
+                namespace, field_selector=selector, _preload_content=False, **kw
+            )
+            body: dict[str, Any] = json.loads(raw.data)
+            return body
+
+        if namespace is None:
+            return self._list("list Pods in all namespaces", in_all)
+        return self._list(f"list Pods in namespace {namespace}", in_one, namespace)
+
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod `namespace/name`, or None when there is none (`explain` given a pod's name)."""
         import json

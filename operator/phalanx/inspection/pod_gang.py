@@ -79,6 +79,41 @@ def gang_of_pod(pod: Obj, podgroups: Iterable[Obj] = ()) -> str | None:
     return None
 
 
+def waiting_alone(pods: Iterable[Obj]) -> list[str]:
+    """The pods (`NAMESPACE/NAME`) the operator reports waiting as gangs of one: unbound, naming
+    no PodGroup, their `PodScheduled=False` message "gang NS/<the pod's own name>: …". A pod it
+    has not reported on yet (its condition is written at a bounded rate) is not counted: a
+    Job's pod without one could be a member of the gang being made for it."""
+    out = []
+    for pod in pods:
+        meta, spec = _dict(pod.get("metadata")), _dict(pod.get("spec"))
+        if spec.get("nodeName") or meta.get("deletionTimestamp"):
+            continue
+        labels, notes = _dict(meta.get("labels")), _dict(meta.get("annotations"))
+        if any(labels.get(k) for k in GROUP_LABELS) or notes.get(GROUP_ANNOTATION):
+            continue
+        cond = _scheduled(pod)
+        said = _GANG_PREFIX.match(str(cond.get("message") or ""))
+        if cond.get("status") != "False" or said is None:
+            continue
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if f"{said['ns']}/{said['name']}" == key:
+            out.append(key)
+    return sorted(out)
+
+
+def alone_note(keys: list[str], namespaced: bool) -> str:
+    """The line `phalanx queue` prints under its table for pods waiting as gangs of one, which
+    have no PodGroup and so no row (walked: a Deployment's two waiting pods were in no view)."""
+    shown = [k.split("/", 1)[1] if namespaced else k for k in keys]
+    listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    one = len(keys) == 1
+    return (
+        f"{len(keys)} pod{'' if one else 's'} with no PodGroup wait{'s' if one else ''} as a gang "
+        f"of one{'' if one else ' each'}: {listed} (phalanx explain POD says why)"
+    )
+
+
 def queue_of_pod(pod: Obj, namespace_labels: Mapping[str, str] | None) -> str | None:
     """A gang of one's queue as far as the pod and its namespace say (PRODUCT.md §1: the pod's
     label, else its workload's, else its namespace's, else `default`); None when it could be a

@@ -7,7 +7,13 @@ import dataclasses
 from typing import Any
 
 from phalanx.inspection import render
-from phalanx.inspection.pod_gang import gang_of_one, gang_of_pod, queue_of_pod
+from phalanx.inspection.pod_gang import (
+    alone_note,
+    gang_of_one,
+    gang_of_pod,
+    queue_of_pod,
+    waiting_alone,
+)
 from phalanx.inspection.rows import explanation
 from tests.unit.inspection.objects import NOW, podgroup, running
 
@@ -144,3 +150,29 @@ def test_a_podgroup_explained_for_its_member_pod_says_which_pod() -> None:
         "Pod       ml/sweep-x, a member of this PodGroup\nPodGroup  ml/job-sweep (queue default)\n"
     ), text
     assert e.to_json()["memberOf"] == "sweep-x"
+
+
+def test_queue_lists_as_gangs_of_one_only_the_pods_the_operator_said_wait_alone() -> None:
+    """A Job's pod not yet reported on (no condition) could be a member of the gang being made
+    for it; a member says its gang's name; a bound or labelled pod is none."""
+    pods = [
+        pod("web-1", scheduled=("False", "Unschedulable", WAITS)),
+        pod("web-2", scheduled=("False", "Unschedulable", WAITS.replace("web-1", "web-2"))),
+        pod("job-pod"),  # not reported on yet
+        pod("sweep-x", scheduled=("False", "Unschedulable", "gang default/job-sweep: 0 of 2")),
+        pod("pair-0", labels={"phalanx.dev/pod-group": "pair"}, scheduled=("False", "U", WAITS)),
+        pod("web-3", node="n0", scheduled=("False", "Unschedulable", WAITS.replace("1:", "3:"))),
+    ]
+    assert waiting_alone(pods) == ["default/web-1", "default/web-2"]
+    assert alone_note(["default/web-1", "default/web-2"], namespaced=True) == (
+        "2 pods with no PodGroup wait as a gang of one each: web-1, web-2 "
+        "(phalanx explain POD says why)"
+    )
+    many = [f"ns/p{i}" for i in range(7)]
+    assert alone_note(many, namespaced=False) == (
+        "7 pods with no PodGroup wait as a gang of one each: ns/p0, ns/p1, ns/p2, ns/p3, ns/p4 "
+        "and 2 more (phalanx explain POD says why)"
+    )
+    assert alone_note(["ns/p"], namespaced=True).startswith(
+        "1 pod with no PodGroup waits as a gang of one: p "
+    )

@@ -49,16 +49,24 @@ def _scheduled(pod: Obj) -> Mapping[str, Any]:
     return next((c for c in found if c.get("type") == "PodScheduled"), {})
 
 
+def _named(pod: Obj, labels: tuple[str, ...], annotation: str) -> str | None:
+    """The first of `labels`, else `annotation`, that the pod carries with a value."""
+    meta = _dict(pod.get("metadata"))
+    found = _dict(meta.get("labels"))
+    for key in labels:
+        if isinstance(found.get(key), str) and found[key]:
+            return str(found[key])
+    value = _dict(meta.get("annotations")).get(annotation)
+    return value if isinstance(value, str) and value else None
+
+
 def gang_of_pod(pod: Obj, podgroups: Iterable[Obj] = ()) -> str | None:
     """The name of the PodGroup (in the pod's namespace) the pod is a member of, or None when
     it is in none: a gang of one, or a pod this scheduler does not place."""
     meta = _dict(pod.get("metadata"))
-    labels, notes = _dict(meta.get("labels")), _dict(meta.get("annotations"))
-    for key in GROUP_LABELS:
-        if isinstance(labels.get(key), str) and labels[key]:
-            return str(labels[key])
-    if isinstance(notes.get(GROUP_ANNOTATION), str) and notes[GROUP_ANNOTATION]:
-        return str(notes[GROUP_ANNOTATION])
+    named = _named(pod, GROUP_LABELS, GROUP_ANNOTATION)
+    if named is not None:
+        return named
     cond = _scheduled(pod)
     said = (
         _GANG_PREFIX.match(str(cond.get("message") or ""))
@@ -89,8 +97,7 @@ def waiting_alone(pods: Iterable[Obj]) -> list[str]:
         meta, spec = _dict(pod.get("metadata")), _dict(pod.get("spec"))
         if spec.get("nodeName") or meta.get("deletionTimestamp"):
             continue
-        labels, notes = _dict(meta.get("labels")), _dict(meta.get("annotations"))
-        if any(labels.get(k) for k in GROUP_LABELS) or notes.get(GROUP_ANNOTATION):
+        if _named(pod, GROUP_LABELS, GROUP_ANNOTATION) is not None:
             continue
         cond = _scheduled(pod)
         said = _GANG_PREFIX.match(str(cond.get("message") or ""))
@@ -119,12 +126,9 @@ def queue_of_pod(pod: Obj, namespace_labels: Mapping[str, str] | None) -> str | 
     label, else its workload's, else its namespace's, else `default`); None when it could be a
     workload's label, which is not read here."""
     meta = _dict(pod.get("metadata"))
-    labels, notes = _dict(meta.get("labels")), _dict(meta.get("annotations"))
-    for key in QUEUE_LABELS:
-        if isinstance(labels.get(key), str) and labels[key]:
-            return str(labels[key])
-    if isinstance(notes.get(QUEUE_ANNOTATION), str) and notes[QUEUE_ANNOTATION]:
-        return str(notes[QUEUE_ANNOTATION])
+    named = _named(pod, QUEUE_LABELS, QUEUE_ANNOTATION)
+    if named is not None:
+        return named
     # A bare pod has no workload whose label could win over its namespace's.
     if not meta.get("ownerReferences") and namespace_labels is not None:
         return namespace_labels.get("phalanx.dev/queue") or "default"

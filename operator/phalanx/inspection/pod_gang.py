@@ -35,8 +35,10 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 _GANG_PREFIX = re.compile(r"^gang (?P<ns>[^/\s]+)/(?P<name>[^:\s]+): ")
-#: What a gang's `Scheduled=False` can say (PRODUCT.md §2), as its pod's Events say it.
-_WAIT_REASONS = frozenset(str(r) for r in Reason) - {str(Reason.SCHEDULED), str(Reason.BACKFILLED)}
+#: What a gang's `Scheduled=True` says (PRODUCT.md §2), as the Event on its pod's bind says it.
+_PLACED = frozenset({str(Reason.SCHEDULED), str(Reason.BACKFILLED)})
+#: What a gang's `Scheduled=False` can say, as its pod's Events say it.
+_WAIT_REASONS = frozenset(str(r) for r in Reason) - _PLACED
 
 
 def _dict(value: object) -> Mapping[str, Any]:
@@ -155,6 +157,9 @@ def gang_of_one(
         message = _GANG_PREFIX.sub("", message, count=1)
     if not bound and cond.get("status") == "False" and waited:
         reason = waited[-1]
+    placed = [e for e in listed if e.reason in _PLACED]
+    if bound and placed:  # the operator's own word on its bind ("bound to node-3")
+        reason, message = placed[-1].reason, placed[-1].message
     hints: tuple[str, ...] = ()
     if (
         not bound

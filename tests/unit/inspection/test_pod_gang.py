@@ -119,9 +119,17 @@ def test_a_gang_of_one_says_the_reason_its_events_give_and_the_operators_message
 
 
 def test_a_gang_of_one_that_runs_says_so_and_gives_no_hint() -> None:
+    """Its reason and message are the operator's Event on its bind, when it is still there
+    (Events expire)."""
     bound = pod("web-1", node="n0", scheduled=("True", "", ""))
     e = gang_of_one(bound, [], "default")
     assert (e.phase, e.reason, e.message, e.would_start) == ("Running", None, None, ())
+    events = [
+        event("WaitingForReservation", "needs 1 GPU; 0 free", "2026-11-30T04:58:00Z"),
+        event("Backfilled", "bound to n0", "2026-11-30T04:59:00Z", kind="Normal"),
+    ]
+    e = gang_of_one(bound, events, "default")
+    assert (e.reason, e.message) == ("Backfilled", "bound to n0")
 
 
 def test_a_pod_of_another_scheduler_is_said_to_be_one() -> None:

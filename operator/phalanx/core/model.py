@@ -450,9 +450,9 @@ class Policy:
     another leaf has holes: the whole node is broken, and the gangs that need whole nodes (on
     Philly most of the worst queue's GPU-hours are in 8-GPU jobs) wait for another to drain.
     Fragmentation-aware placement (Weng et al., "Beware of Fragmentation: Scheduling
-    GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC 2023; Kubernetes'
-    `MostAllocated` scoring, Slurm's best fit by node): keep the count of whole free nodes as
-    high as the fit allows. Reservations, reclaim's trial placements and mixed members are
+    GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC 2023; the node
+    scoring of Kubernetes' `MostAllocated` strategy): keep the count of whole free nodes as high
+    as the fit allows. Reservations, reclaim's trial placements and mixed members are
     unchanged. Off: best fit by leaf (issue 19, twenty-seventh round; for measuring)."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's

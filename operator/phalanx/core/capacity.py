@@ -162,6 +162,9 @@ class ClusterState:
         #: `Policy.pack_borrowed`: per node, `KEPT` | `BORROWED` bits of the work it holds
         #: (None: off). Set by the walk from the running gangs and the gangs it binds.
         self.pack_marks: list[int] | None = None
+        #: `Policy.keep_whole_nodes`: per node, the GPUs it holds empty (None: off). A node
+        #: whose free GPUs are all of them is whole.
+        self.whole_gpu: list[int] | None = None
         #: Free GPUs minus holds at now, kept up to date once `track_held_now` is called.
         self.held_now: HeldNow | None = None
         #: Capacity at now with releases due by then, kept up to date once `track_due` is called.

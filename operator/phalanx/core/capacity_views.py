@@ -67,7 +67,17 @@ def recount(
 class NowView(CapacityView):
     """Capacity for a gang that would start now and run until `end`."""
 
-    __slots__ = ("_cache", "end", "ignore", "index", "node_cache", "now", "side", "state")
+    __slots__ = (
+        "_cache",
+        "end",
+        "ignore",
+        "index",
+        "node_cache",
+        "now",
+        "side",
+        "state",
+        "whole",
+    )
 
     def __init__(
         self,
@@ -79,8 +89,11 @@ class NowView(CapacityView):
         node_cache: NodeCache | None = None,
         index: ShapeCapsCache | None = None,
         side: int = 0,
+        whole: bool = False,
     ) -> None:
         self.state = state
+        #: `Policy.keep_whole_nodes`: the gang keeps whole free nodes whole where it can.
+        self.whole = whole and state.whole_gpu is not None
         #: `Policy.pack_borrowed`: the gang's own work, `KEPT` or `BORROWED` (0: no preference).
         self.side = side
         #: Per-shape leaf capacities kept current (see `ShapeCaps`); only plain views use it.
@@ -120,6 +133,16 @@ class NowView(CapacityView):
         if not self.side or marks is None:
             return 0
         return 1 if marks[n] & (KEPT | BORROWED) & ~self.side else 0
+
+    def keeps_whole(self) -> bool:
+        return self.whole
+
+    def node_whole(self, n: int) -> int:
+        whole = self.state.whole_gpu
+        if not self.whole or whole is None:
+            return 0
+        g = whole[n]
+        return 1 if g > 0 and self.state.free_gpu[n] >= g else 0
 
     def node_capacity(self, n: int) -> list[int]:
         st = self.state

@@ -191,6 +191,9 @@ class Walk:
         self.state = prep.state
         self.state.align_ends = policy.align_ends
         self.state.pack_marks = self._pack_marks() if policy.pack_borrowed else None
+        self.state.whole_gpu = (
+            [a[0] if a else 0 for a in prep.allocatable] if policy.keep_whole_nodes else None
+        )
         #: Eviction candidates in preference order, sorted once when first needed.
         self._reclaim_order: list[RunState] | None = None
         self._preempt_order: dict[str, list[RunState]] | None = None
@@ -277,6 +280,7 @@ class Walk:
                     node_cache=self.c.node_cache,
                     index=self.c.shape_caps,
                     side=self._pack_side(w),
+                    whole=self.policy.keep_whole_nodes,
                 ),
                 w.shapes,
                 w.required_level,

@@ -441,6 +441,19 @@ class Policy:
     on such nodes; among the nodes that finish it, those, then the tightest (the topology
     objective and the fewest nodes come first; mixed members keep first-fit). Off: the
     tightest, then the lower index (issue 19, twenty-sixth round; for measuring)."""
+    keep_whole_nodes: bool = False
+    """A gang starting now does not take GPUs of a whole free node where nodes already partly
+    used can hold it: among the leaves that hold the gang alone (fewest leaves and spines stay
+    first), those where it fits on partly used nodes come first, then the tightest as before;
+    within the leaf, the partly used nodes hold it if they can. Best fit by leaf alone sends a
+    1-GPU job to the fullest leaf, even when all that leaf has free is one whole node and
+    another leaf has holes: the whole node is broken, and the gangs that need whole nodes (on
+    Philly most of the worst queue's GPU-hours are in 8-GPU jobs) wait for another to drain.
+    Fragmentation-aware placement (Weng et al., "Beware of Fragmentation: Scheduling
+    GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC 2023; the node
+    scoring of Kubernetes' `MostAllocated` strategy): keep the count of whole free nodes as high
+    as the fit allows. Reservations, reclaim's trial placements and mixed members are
+    unchanged. Off: best fit by leaf (issue 19, twenty-seventh round; for measuring)."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's
     "overused": allocated ≥ deserved) is not planned before the walk while another queue is

@@ -144,6 +144,15 @@ class CapacityView:
         node n (see `capacity.BORROWED`), else 0."""
         return 0
 
+    def keeps_whole(self) -> bool:
+        """Whether `node_whole` can answer 1 (`Policy.keep_whole_nodes`, for a start now)."""
+        return False
+
+    def node_whole(self, n: int) -> int:
+        """`Policy.keep_whole_nodes`: 1 when node n is whole free now (all its GPUs free), else
+        0."""
+        return 0
+
 
 def compute_leaf_counts(
     view: CapacityView, shape: Shape, leaf: int
@@ -175,6 +184,11 @@ def _spread(view: CapacityView, counts: list[tuple[int, int]], k: int) -> list[t
     idle = view.node_idle
     packs = view.packs()
     mix = view.node_mixes
+    if view.keeps_whole():
+        # `Policy.keep_whole_nodes`: the partly used nodes alone, when they hold the gang.
+        partial = [nc for nc in counts if not view.node_whole(nc[0])]
+        if len(partial) < len(counts) and sum(c for _, c in partial) >= k:
+            counts = partial
     if packs:
         order = sorted(counts, key=lambda nc: (-nc[1], mix(nc[0]), idle(nc[0]), nc[0]))
     else:
@@ -290,14 +304,17 @@ def _homogeneous(
     if fit < k:
         return None, info
     packs = view.packs()
+    keeps = view.keeps_whole()
     if scope_level is None:
-        chosen = _choose_leaves(view, _unmixed(view, shape, caps, k)[0] if packs else caps, k)
-        return chosen, info
+        scope = _unmixed(view, shape, caps, k)[0] if packs else caps
+        if keeps:
+            scope = _whole_kept(view, shape, scope, k)[0]
+        return _choose_leaves(view, scope, k), info
     of_leaf = topo.level_domain_of_leaf[scope_level]
     groups: dict[int, list[tuple[int, int]]] = {}
     for leaf, c in caps:
         groups.setdefault(of_leaf[leaf], []).append((leaf, c))
-    best: tuple[tuple[int, int, int, int, int], list[tuple[int, int]]] | None = None
+    best: tuple[tuple[int, int, int, int, int, int], list[tuple[int, int]]] | None = None
     best_fail: tuple[int, int] | None = None
     for d, members in groups.items():
         tot = sum(c for _, c in members)
@@ -306,15 +323,19 @@ def _homogeneous(
                 best_fail = (tot, d)
             continue
         mixes = 0
+        breaks = 0
         scope = members
         if packs:
             scope, clean = _unmixed(view, shape, members, k)
             mixes = 0 if clean else 1
+        if keeps:
+            scope, kept = _whole_kept(view, shape, scope, k)
+            breaks = 0 if kept else 1
         chosen = _choose_leaves(view, scope, k)
         if chosen is None:
             continue
         spines = len({topo.spine_of[leaf] for leaf, _ in chosen})
-        key = (len(chosen), spines, mixes, tot, d)
+        key = (len(chosen), spines, mixes, breaks, tot, d)
         if best is None or key < best[0]:
             best = (key, chosen)
     if best is not None:
@@ -342,6 +363,22 @@ def _unmixed(
         if sum(cn for n, cn in counts if not mix(n)) >= k:
             clean.append((leaf, c))
     return (clean, True) if clean else (caps, False)
+
+
+def _whole_kept(
+    view: CapacityView, shape: Shape, caps: list[tuple[int, int]], k: int
+) -> tuple[list[tuple[int, int]], bool]:
+    """`Policy.keep_whole_nodes`: the leaves of `caps` that hold the k pods alone on nodes
+    already partly used (`node_whole` 0), and True; `caps` and False when no leaf does."""
+    whole = view.node_whole
+    kept: list[tuple[int, int]] = []
+    for leaf, c in caps:
+        if c < k:
+            continue
+        _, counts = view.leaf_counts(shape, leaf)
+        if sum(cn for n, cn in counts if not whole(n)) >= k:
+            kept.append((leaf, c))
+    return (kept, True) if kept else (caps, False)
 
 
 def place(

@@ -688,6 +688,7 @@ def explain_view(
         missing_group,
         recent_events,
         split_name,
+        unfinished,
     )
 
     # Before connecting: a malformed name is the user's to fix whatever the cluster holds.
@@ -702,10 +703,10 @@ def explain_view(
             pods = reader.pods_naming(missing.namespace, missing.name)
         except ViewError:
             raise missing from None  # may not list pods: the plain "not found"
-        said = missing_group(missing.namespace, missing.name, pods)
-        pod = None if said != str(missing) else readable_pod(reader, missing.namespace, name)
+        # Pods still naming it are what to say; else the name may be a pod's own.
+        pod = None if unfinished(pods) else readable_pod(reader, missing.namespace, name)
         if pod is None:
-            raise ViewError(said) from None
+            raise ViewError(missing_group(missing.namespace, missing.name, pods)) from None
         found_pod = explain_pod(reader, pod, missing.namespace)
         if isinstance(found_pod, Explanation):
             _print_explanation(found_pod, output, now)

@@ -26,7 +26,7 @@ from typing import Any
 from phalanx.core.reasons import Reason
 from phalanx.inspection.errors import PodGroupNotFound, ViewError
 from phalanx.inspection.fetch import Reader
-from phalanx.inspection.rows import Explanation, recent_events
+from phalanx.inspection.rows import Explanation, condition, recent_events
 
 Obj = Mapping[str, Any]
 
@@ -34,6 +34,7 @@ GROUP_LABELS = ("phalanx.dev/pod-group", "scheduling.x-k8s.io/pod-group")
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_LABELS = ("phalanx.dev/queue", "kueue.x-k8s.io/queue-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+#: How the operator's message on a waiting pod starts (`Reporter.write_pod_conditions`).
 _GANG_PREFIX = re.compile(r"^gang (?P<ns>[^/\s]+)/(?P<name>[^:\s]+): ")
 #: What a gang's `Scheduled=True` says (PRODUCT.md §2), as the Event on its pod's bind says it.
 _PLACED = frozenset({str(Reason.SCHEDULED), str(Reason.BACKFILLED)})
@@ -46,9 +47,8 @@ def _dict(value: object) -> Mapping[str, Any]:
 
 
 def _scheduled(pod: Obj) -> Mapping[str, Any]:
-    conditions = _dict(pod.get("status")).get("conditions")
-    found = [c for c in conditions or () if isinstance(c, Mapping)]
-    return next((c for c in found if c.get("type") == "PodScheduled"), {})
+    """Its `PodScheduled` condition ({} when it has none)."""
+    return condition(pod, "PodScheduled") or {}
 
 
 def _named(pod: Obj, labels: tuple[str, ...], annotation: str) -> str | None:

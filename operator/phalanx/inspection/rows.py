@@ -296,6 +296,11 @@ def queueless(podgroups: Iterable[Obj], queues: Iterable[Obj]) -> dict[str, list
     return {q: sorted(gangs) for q, gangs in sorted(out.items())}
 
 
+def unfinished(pods: Iterable[Obj]) -> list[Obj]:
+    """The pods not `Succeeded` or `Failed`."""
+    return [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+
 def missing_group(namespace: str, name: str, pods: Iterable[Obj]) -> str:
     """What `phalanx explain` says of a PodGroup that does not exist, given the pods that name
     it (label `phalanx.dev/pod-group`, not yet finished): a PodGroup deleted under its running
@@ -303,7 +308,7 @@ def missing_group(namespace: str, name: str, pods: Iterable[Obj]) -> str:
     nothing of them (walked: `kubectl delete podgroup finetune` under its running Job). Applied
     again, the PodGroup adopts its bound members (roll forward from what is bound)."""
     base = f'PodGroup "{name}" not found in namespace "{namespace}"'
-    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    live = unfinished(pods)
     if not live:
         return base
     bound = [p for p in live if (p.get("spec") or {}).get("nodeName")]

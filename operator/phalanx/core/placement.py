@@ -306,9 +306,9 @@ def _homogeneous(
     packs = view.packs()
     keeps = view.keeps_whole()
     if scope_level is None:
-        scope = _unmixed(view, shape, caps, k)[0] if packs else caps
+        scope = _leaves_avoiding(view, shape, caps, k, view.node_mixes)[0] if packs else caps
         if keeps:
-            scope = _whole_kept(view, shape, scope, k)[0]
+            scope = _leaves_avoiding(view, shape, scope, k, view.node_whole)[0]
         return _choose_leaves(view, scope, k), info
     of_leaf = topo.level_domain_of_leaf[scope_level]
     groups: dict[int, list[tuple[int, int]]] = {}
@@ -326,10 +326,10 @@ def _homogeneous(
         breaks = 0
         scope = members
         if packs:
-            scope, clean = _unmixed(view, shape, members, k)
+            scope, clean = _leaves_avoiding(view, shape, members, k, view.node_mixes)
             mixes = 0 if clean else 1
         if keeps:
-            scope, kept = _whole_kept(view, shape, scope, k)
+            scope, kept = _leaves_avoiding(view, shape, scope, k, view.node_whole)
             breaks = 0 if kept else 1
         chosen = _choose_leaves(view, scope, k)
         if chosen is None:
@@ -349,34 +349,22 @@ def _homogeneous(
     return None, info
 
 
-def _unmixed(
-    view: CapacityView, shape: Shape, caps: list[tuple[int, int]], k: int
+def _leaves_avoiding(
+    view: CapacityView,
+    shape: Shape,
+    caps: list[tuple[int, int]],
+    k: int,
+    avoid: Callable[[int], int],
 ) -> tuple[list[tuple[int, int]], bool]:
-    """`Policy.pack_borrowed`: the leaves of `caps` that hold the k pods alone on nodes the gang
-    mixes nothing on (`node_mixes`), and True; `caps` and False when no leaf does."""
-    mix = view.node_mixes
-    clean: list[tuple[int, int]] = []
-    for leaf, c in caps:
-        if c < k:
-            continue
-        _, counts = view.leaf_counts(shape, leaf)
-        if sum(cn for n, cn in counts if not mix(n)) >= k:
-            clean.append((leaf, c))
-    return (clean, True) if clean else (caps, False)
-
-
-def _whole_kept(
-    view: CapacityView, shape: Shape, caps: list[tuple[int, int]], k: int
-) -> tuple[list[tuple[int, int]], bool]:
-    """`Policy.keep_whole_nodes`: the leaves of `caps` that hold the k pods alone on nodes
-    already partly used (`node_whole` 0), and True; `caps` and False when no leaf does."""
-    whole = view.node_whole
+    """The leaves of `caps` that hold the k pods alone on nodes `avoid` answers 0 for, and True;
+    `caps` and False when no leaf does. `Policy.pack_borrowed` avoids the nodes the gang would
+    mix work on (`node_mixes`), `Policy.keep_whole_nodes` the whole free ones (`node_whole`)."""
     kept: list[tuple[int, int]] = []
     for leaf, c in caps:
         if c < k:
             continue
         _, counts = view.leaf_counts(shape, leaf)
-        if sum(cn for n, cn in counts if not whole(n)) >= k:
+        if sum(cn for n, cn in counts if not avoid(n)) >= k:
             kept.append((leaf, c))
     return (kept, True) if kept else (caps, False)
 

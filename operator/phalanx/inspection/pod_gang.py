@@ -19,6 +19,7 @@ A pod of ours found in none of them is a gang of one, and has no status but the 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -216,11 +217,11 @@ def explain_pod(
 ) -> Explanation | dict[str, Any]:
     """`explain` given a pod's name (`inspection.pod_gang`): the PodGroup of the gang it is a
     member of, or, for a gang of one, what the pod itself says."""
-    try:
-        groups = reader.podgroups(namespace)
-    except ViewError:
-        groups = []
-    group = gang_of_pod(pod, groups)
+    group = gang_of_pod(pod)  # what the pod itself says; the PodGroups are listed only if not
+    if group is None:
+        # May not list them: a bound member of an automatic gang then reads as alone.
+        with contextlib.suppress(ViewError):
+            group = gang_of_pod(pod, reader.podgroups(namespace))
     if group is not None:
         try:
             return reader.podgroup(namespace, group)

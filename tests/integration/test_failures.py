@@ -116,6 +116,20 @@ def test_a_node_lost_under_a_running_gang_evicts_it_whole_and_it_runs_again(
             timeout=60,
             what="the gang to be evicted whole with Evicted/MemberFailed",
         )
+        assert group_status(custom, ns, "job").get("memberFailures", 0) == 0, (
+            "no failure of its own"
+        )
+        # Its pod on the gone node stays terminating (no kubelet confirms the delete) until the
+        # pod garbage collector removes it: the wait says where it is, not just "terminating".
+        wait_for(
+            lambda: any(
+                "1 on a lost node" in (c.get("message") or "")
+                for c in group_status(custom, ns, "job").get("conditions", [])
+            ),
+            timeout=60,
+            what="the gang's wait to say its member on the deleted node is on a lost node",
+            describe=lambda: repr(group_status(custom, ns, "job").get("conditions")),
+        )
         placed = wait_for(
             lambda: (
                 (n := nodes_of(cluster, ns, "job"))

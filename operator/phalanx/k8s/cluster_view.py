@@ -673,12 +673,16 @@ def _member_state(
     policy: LifecyclePolicy,
 ) -> MemberState | None:
     """How the lifecycle counts one unfinished pod (None: not a member, e.g. an unbound pod
-    being deleted). A phase the contract does not know counts as bound or pending."""
+    being deleted). A phase the contract does not know counts as bound or pending.
+
+    Lost before terminating: a pod on a node that is gone (or NotReady past
+    `node_lost_seconds`) is lost whether or not its delete has begun. With no kubelet to
+    confirm the delete, it stays terminating until the pod garbage collector removes it (about
+    a minute, walked); counted as terminating it read as a member its workload deleted (a
+    failure of its own, backed off) and its gang's wait said "1 terminating" for that minute."""
     node = pod.node_name or assumed.get(pod.key)
     if node is None:
         return None if pod.deleting else MemberState.PENDING
-    if pod.deleting:
-        return MemberState.TERMINATING
     rec = nodes.get(node)
     if pod.node_name is not None and member_lost(
         rec is not None,
@@ -687,6 +691,8 @@ def _member_state(
         policy.node_lost_seconds,
     ):
         return MemberState.LOST
+    if pod.deleting:
+        return MemberState.TERMINATING
     return MemberState.RUNNING if pod.phase == "Running" else MemberState.BOUND
 
 

@@ -146,6 +146,26 @@ def test_a_drained_member_gone_before_a_cycle_saw_it_is_still_no_failure_of_its_
         assert said == (counted == 0), evicted
 
 
+def test_a_member_being_deleted_on_a_deleted_node_is_lost_not_a_failure_of_its_own() -> None:
+    """b's node was deleted, and b is being deleted (by its controller: no `DisruptionTarget`),
+    but with no kubelet left to confirm it, it stays terminating until the pod garbage
+    collector removes it. It counts as lost, as it did before its delete began: g is evicted
+    whole with `memberFailures` left at 0 (a node lost says nothing about the workload), and,
+    walked, the wait after said "1 terminating" for a minute where the truth is "on a lost
+    node". Counted as terminating, it was a member deleted: a failure of g's own."""
+    api = FakeApi()
+    b = pod("b", group="g", gpus=4, node_name="gone", phase="Running")
+    b["metadata"]["deletionTimestamp"] = "1970-01-01T00:16:00Z"
+    g = with_status(group("g", 2), phase="Running", scheduledAt="1970-01-01T00:15:00Z")
+    cycle(scheduler(api, [running("a", "g", "n1"), b], [g]))
+    (mark,) = [s for s in api.statuses if "memberFailures" in s]
+    assert mark["memberFailures"] == 0, mark
+    (evicted,) = [c for c in mark["conditions"] if c["type"] == "Evicted"]
+    assert evicted["message"].startswith(
+        "1 of 2 members left (0 failed, 1 lost, 0 deleted); evicting the gang whole"
+    ), evicted
+
+
 def pulling(name: str, reason: str, message: str = "") -> dict[str, Any]:
     """A member bound at t=990 whose container waits (`Pending` on its node)."""
     body = pod(name, group="g", gpus=4, node_name="n1")

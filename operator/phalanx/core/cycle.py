@@ -52,7 +52,6 @@ from phalanx.core.reasons import (
     YIELDS_WHEN_DUE,
     EvictionReason,
     Reason,
-    bare_evicted_phrase,
     eta_phrase,
     format_duration,
     too_few_phrase,
@@ -769,11 +768,6 @@ class Walk:
             cap = w.gang.workload
             if cap is not None and cap.pods < w.gang.min_member:
                 note += "; " + too_few_phrase(cap.kind, cap.name, cap.pods, w.gang.min_member)
-            lost = w.gang.bare_evicted
-            if lost is not None and have < w.gang.min_member:
-                note += "; " + bare_evicted_phrase(
-                    lost.pods, lost.failed, lost.reason, now - lost.since
-                )
             message = f"{have} of {w.gang.min_member} pods exist{note}" + (
                 eta_phrase(eta, now, ending)
                 if held_now is None

@@ -28,7 +28,7 @@ from phalanx.core.model import (
     Snapshot,
 )
 from phalanx.core.placement import Feasible, Shape
-from phalanx.core.reasons import Reason
+from phalanx.core.reasons import Reason, bare_evicted_phrase
 from phalanx.core.resources import (
     GPU,
     GPU_COUNT_LABEL,
@@ -362,6 +362,21 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
             decisions[p.id] = GangDecision(
                 Reason.WAITING_FOR_PODS,
                 f"{len(p.members)} of {p.min_member} pods exist; {p.held}",
+            )
+            qs.held += 1
+            continue
+        lost = p.bare_evicted
+        if lost is not None and len(p.members) < p.min_member:
+            # Its eviction deleted bare pods that nothing makes again until its user applies
+            # them: held by its user in effect, so outside the order as a held gang is (walked:
+            # such a gang said position 1 in its queue, every gang behind it one more than
+            # true). Once they are applied it is ranked by its age again.
+            decisions[p.id] = GangDecision(
+                Reason.WAITING_FOR_PODS,
+                f"{len(p.members)} of {p.min_member} pods exist"
+                + (f"; {p.pods_note}" if p.pods_note else "")
+                + "; "
+                + bare_evicted_phrase(lost.pods, lost.failed, lost.reason, now - lost.since),
             )
             qs.held += 1
             continue

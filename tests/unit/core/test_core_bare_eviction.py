@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import DEFAULT_POLICY, fabric, gang, snapshot
+from core_builders import DEFAULT_POLICY, fabric, gang, queue, running, snapshot
 
 from phalanx.core import BareEviction, Reason, schedule
 
@@ -53,3 +53,25 @@ def test_a_failed_bare_member_is_named_with_what_to_do_about_it() -> None:
         "pod that no controller makes again: delete the failed pod and apply them again to run "
         "the gang (pods under a Job, JobSet or other controller are made again by it)"
     )
+
+
+def test_it_waits_outside_the_order_and_the_gang_behind_it_moves_up() -> None:
+    """`pair` (created at 100) lost both its bare pods to its reclaim; `big` (2 × 8 GPUs,
+    created at 900, limit 600 s) waits behind `r`, which runs on both nodes until 1540. Nothing
+    makes `pair`'s pods again until its user applies them, so it is not ranked, as a held gang
+    is not: `big` is position 1 (walked: `pair` said position 1 in its queue, and every gang
+    behind it one more than true), and `pair` has no position or ETA but still counts among
+    the queue's pending gangs. Without the lost pods it would be first by age."""
+    big = gang("big").pods(2).created(900.0).time_limit(600)
+    run = [running("r").on("s0-l0-n00").on("s0-l0-n01").started(940.0).time_limit(600)]
+    for lost, pair_pos, big_pos in ((LOST, None, 1), (None, 1, 2)):
+        pair = replace(gang("pair").min(2).created(100.0).build(), bare_evicted=lost)
+        result = schedule(
+            snapshot(fabric(1, 1, 2), [queue("default")], run, [pair, big]), DEFAULT_POLICY, NOW
+        )
+        assert result.gangs["ns/pair"].queue_position == pair_pos, lost
+        assert result.gangs["ns/big"].queue_position == big_pos, lost
+        assert result.gangs["ns/big"].estimated_start == 1540.0
+        assert result.queues["default"].pending_gangs == 2
+        if lost is not None:
+            assert result.gangs["ns/pair"].estimated_start is None

@@ -579,6 +579,28 @@ class Walk:
             else:
                 self.place_running_extras(entry)
         self.explain_deferred()
+        self.rank_without_never_fitting(ordered)
+
+    def rank_without_never_fitting(self, ordered: dict[str, list[GangWork]]) -> None:
+        """Number each queue's gangs again without those the walk found nothing could ever
+        hold: they are walked and told so, but ranked nowhere, as Kueue keeps a workload no
+        flavor can ever admit out of its queue's positions. Walked: a 16-GPU pod on 8-GPU nodes
+        said position 1, and every gang behind it one more than true, though it delays none of
+        them. Done after the walk (which finds them anyway) and only in a queue that has one,
+        so the common cycle pays nothing."""
+        reasons = self.c.reasons
+        for gangs in ordered.values():
+            if not any(w.never_fits for w in gangs):
+                continue
+            pos = 0
+            for w in gangs:
+                ranked: int | None = None
+                if not w.never_fits:
+                    pos += 1
+                    ranked = pos
+                d = reasons.get(w.gang.id)
+                if d is not None and d.queue_position is not None and d.queue_position != ranked:
+                    reasons[w.gang.id] = replace(d, queue_position=ranked)
 
     def reserve_for_starving(
         self, ordered: dict[str, list[GangWork]], first: set[str] | None = None
@@ -1490,6 +1512,7 @@ class Walk:
         level = w.required_level
         if level is not None and not topo.level_present[level]:
             lv = topo.levels[level]
+            w.never_fits = True
             c.reasons[gid] = self.decision(
                 w,
                 Reason.TOPOLOGY_UNSATISFIABLE,
@@ -1498,6 +1521,7 @@ class Walk:
             return
         never, domain = never_fits(self.prep, w.shapes, level)
         if never:
+            w.never_fits = True
             reason, best = Reason.INSUFFICIENT_CAPACITY, None
             if domain is not None and level is not None:
                 # The domain the message names (the closest even empty), with its GPUs free now.

@@ -87,6 +87,7 @@ class GangWork:
     waiting_for_pods: bool
     position: int
     phantom: bool
+    never_fits: bool
 
     # Written out (init=False): mypyc compiles it, the generated one runs interpreted (CORE.md).
     def __init__(
@@ -119,6 +120,8 @@ class GangWork:
         self.position = position
         self.phantom = phantom
         """Planned from `minResources` stand-ins (no pods yet, grace not over)."""
+        self.never_fits = False
+        """The walk found that nothing this cluster has could ever hold it: ranked nowhere."""
 
 
 @dataclass(slots=True)

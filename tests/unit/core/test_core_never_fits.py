@@ -155,3 +155,22 @@ def test_the_numbers_of_a_gang_that_never_fits_name_the_domain_its_message_names
     assert "the one that could hold the most (s0-l0) holds at most 2 of its 3" in g.message
     assert g.detail is not None
     assert (g.detail.best_domain, g.detail.best_domain_free_gpus) == ("s0-l0", 8)
+
+
+def test_a_gang_that_can_never_fit_is_ranked_nowhere_and_the_gang_behind_it_moves_up() -> None:
+    """`huge` (2 pods of 16 GPUs, created 600 s ago, first by age) and `big` (4 × 8 GPUs, 60 s
+    ago, limit 600 s) wait while `r` holds all four 8-GPU nodes until NOW + 3600. `huge` can
+    never fit and delays nobody, so it has no position (as Kueue ranks no workload it can never
+    admit) and `big` is position 1, not 2 (walked: a 16-GPU pod said position 1 in its queue).
+    `huge` is still walked and says why it waits."""
+    nodes = fabric(1, 2, 2)
+    r = running("r").started(NOW).time_limit(3600)
+    for n in nodes:
+        r.on(n.build().name)
+    huge = gang("huge").pods(2, gpu=16).created(NOW - 600)
+    big = gang("big").pods(4).created(NOW - 60).time_limit(600)
+    result = schedule(snapshot(nodes, running=[r], pending=[huge, big]), Policy(), NOW)
+    assert result.gangs["ns/huge"].queue_position is None
+    assert "no node can ever hold one of its pods" in result.gangs["ns/huge"].message
+    assert result.gangs["ns/big"].queue_position == 1
+    assert result.gangs["ns/big"].estimated_start == NOW + 3600

@@ -31,6 +31,7 @@ from phalanx.core import (
     Toleration,
     schedule,
 )
+from phalanx.core.never_fits import NEVER_ALL, NEVER_PHRASES
 
 SPINE = "network.topology.nvidia.com/spine"
 LEAF = "network.topology.nvidia.com/block"
@@ -228,11 +229,15 @@ def test_every_gang_bound_whole_or_not_at_all(snap: Snapshot, policy: Policy) ->
             assert set(bound) <= {m.pod for m in gang.members}
         else:
             assert bound is None, (gid, decision)
-            assert decision.queue_position is not None or decision.reason in (
-                "Invalid",
-                "QueueNotFound",
-                "QueueForbidden",
+            # Ranked unless invalid, or no capacity this cluster has could ever hold it.
+            never = any(p in decision.message for p in (*NEVER_PHRASES, NEVER_ALL)) or (
+                "but no node has the label" in decision.message
             )
+            assert (
+                decision.queue_position is not None
+                or never
+                or decision.reason in ("Invalid", "QueueNotFound", "QueueForbidden")
+            ), decision
 
 
 def _shuffled(snap: Snapshot, seed: int) -> Snapshot:

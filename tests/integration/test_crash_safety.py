@@ -187,7 +187,9 @@ def _describe_gangs(cluster: Cluster, custom: Any, ns: str, op: OperatorProcess)
     pods: dict[str, list[str]] = {}
     for p in cluster.core.list_namespaced_pod(ns).items:
         group = (p.metadata.labels or {}).get("phalanx.dev/pod-group") or "-"
-        state = "deleting" if p.metadata.deletion_timestamp else (p.spec.node_name or "waiting")
+        state = (p.spec.node_name or "waiting") + (
+            " deleting" if p.metadata.deletion_timestamp else ""
+        )
         pods.setdefault(group, []).append(f"{p.metadata.name}@{state}")
     lines = []
     groups = custom.list_namespaced_custom_object("phalanx.dev", "v1alpha1", ns, "podgroups")

@@ -1459,7 +1459,13 @@ class Walk:
         its queue's deserved share waits undecided, a gang not owed its own is planned with the
         nodes whole free now held from now on (for this plan only), so its reservation starts
         on capacity that frees later and the whole free nodes stay for the owed gang."""
-        if not self.policy.owed_whole_nodes or self._owed(w) or not self._owed_waiting():
+        p, q = self.policy, w.queue
+        if (
+            not p.owed_whole_nodes
+            or self._owed(w)
+            or (p.owed_whole_overused and q.alloc_fair < q.deserved)
+            or not self._owed_waiting()
+        ):
             return self.plan(w)
         st, now = self.state, self.now
         whole = [

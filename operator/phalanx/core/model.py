@@ -478,6 +478,13 @@ class Policy:
     but a whole free one (more GPUs than any partly used node has free): a gang that fits in
     the holes does not need the whole node, and shielding it for such a gang hands it to
     whichever gang the walk reaches first, a borrowing queue's too (for measuring)."""
+    owed_whole_overused: bool = False
+    """`owed_whole_nodes` shields the whole free nodes only from gangs of queues that already
+    hold their deserved share (Volcano's "overused": allocated ≥ deserved), not from a gang of a
+    queue below its share that is larger than what it is owed: reservations are planned afresh
+    every cycle, so a gang shielded from every node as it frees never gathers the nodes it
+    needs while any owed gang waits, and a queue whose gangs are larger than its share would
+    never run one (issue 19, twenty-eighth round; for measuring)."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's
     "overused": allocated ≥ deserved) is not planned before the walk while another queue is

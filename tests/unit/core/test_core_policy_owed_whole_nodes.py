@@ -28,6 +28,7 @@ END2 = NOW - 50 + 7200
 BASE = Policy(reserve_after_s=3600.0, reserve_under_share=True)
 OWED = replace(BASE, owed_whole_nodes=True)
 NEEDED = replace(OWED, owed_whole_needed=True)
+OVERUSED = replace(OWED, owed_whole_overused=True)
 
 
 def _cluster(pending: list[object]) -> Snapshot:
@@ -66,6 +67,8 @@ def test_the_owed_gang_gets_the_whole_free_node_and_the_reservation_starts_later
     assert dict(before.bindings) == {}
     # `owed_whole_needed` changes nothing here: `eight`'s pod needs 8 GPUs, n01 has 2 free.
     assert schedule(snap, NEEDED, NOW) == schedule(snap, OWED, NOW)
+    # Nor `owed_whole_overused`: `qb` holds 14 GPUs, more than its deserved 12.
+    assert schedule(snap, OVERUSED, NOW) == schedule(snap, OWED, NOW)
     assert before.reservations["ns/big"].start == END1
     assert before.reservations["ns/big"].nodes == ("s0-l0-n00", "s0-l0-n02")
     assert before.reservations["ns/eight"].start == END2
@@ -130,3 +133,21 @@ def test_with_owed_whole_needed_a_gang_that_fits_a_hole_shields_nothing() -> Non
     assert needed.reservations["ns/big2"].start == END1
     assert needed.reservations["ns/big2"].nodes == ("s0-l0-n00", "s0-l0-n02")
     assert dict(needed.bindings) == {"ns/one": {"one-000": "s0-l0-n01"}}
+
+
+def test_with_owed_whole_overused_a_queue_below_its_share_is_not_shielded() -> None:
+    """The last cycle but one with `owed_whole_overused`: `big2`'s queue `qa` holds 0 of its
+    deserved 12, so `big2`, though larger than what `qa` is owed (not owed itself), is planned
+    on every node as with the setting off: n00 and n02 for END1 = NOW + 3,550, and `eight3`
+    (`qb`, borrowing) waits. Shielded from the nodes as they free, cycle after cycle, a gang
+    larger than its queue's share would never gather them while any owed gang waits."""
+    pending = [
+        gang("big2").queue("qa").pods(2).created(NOW - 7200).time_limit(3600),
+        gang("one").queue("qa").pods(1, gpu=1).created(NOW - 5).time_limit(3600),
+        gang("eight3").queue("qb").pods(1).created(NOW - 1).time_limit(3600),
+    ]
+    snap = _cluster(pending)
+    result = schedule(snap, OVERUSED, NOW)
+    assert result.reservations["ns/big2"].start == END1
+    assert result.reservations["ns/big2"].nodes == ("s0-l0-n00", "s0-l0-n02")
+    assert dict(result.bindings) == {"ns/one": {"one-000": "s0-l0-n01"}}

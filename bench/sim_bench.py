@@ -1922,12 +1922,12 @@ simulate --trace philly:bench/traces/philly-pollux/philly.csv --shape medium --p
 owed_whole_overused=true] --json …`, 2 min each, with `python -m phalanx.sim.starved … --limit-jobs
 20000 --top 12` for why), then the whole trace: `owed_whole_nodes` at phase 0 (`bench/sim_noise.py
 --custom owed-whole-nodes phalanx owed_whole_nodes=true --only philly --phase 0`, 844 s) and
-`owed_whole_overused` at phases 0 and 15 (`phalanx simulate` without `--limit-jobs`, `--cycle-phase
-15`, `--set owed_whole_nodes=true --set owed_whole_overused=true --json …`, written to
-`results/sim-noise.jsonl` as `owed-whole-overused` through `sim_noise.line_of`, the line `--custom
-owed-whole-overused phalanx owed_whole_nodes=true,owed_whole_overused=true` would write; 779 / 815
-s), and ITP cluster04 at phase 0 (`bench/sim_noise.py --custom owed-whole-overused phalanx
-owed_whole_nodes=true,owed_whole_overused=true --only itp-cluster04 --phase 0`, 51 s).
+`owed_whole_overused` at phases 0, 15 and 30 (`phalanx simulate` without `--limit-jobs`,
+`--cycle-phase 15` or `30`, `--set owed_whole_nodes=true --set owed_whole_overused=true --json …`,
+written to `results/sim-noise.jsonl` as `owed-whole-overused` through `sim_noise.line_of`, the line
+`--custom owed-whole-overused phalanx owed_whole_nodes=true,owed_whole_overused=true` would write;
+779 / 815 / 817 s), and ITP cluster04 at phase 0 (`bench/sim_noise.py --custom owed-whole-overused
+phalanx owed_whole_nodes=true,owed_whole_overused=true --only itp-cluster04 --phase 0`, 51 s).
 
 | Philly | util. % (kept) | mean h | p95 h | largest worst h | worst queue | evicted / lost GPU-h |
 |---|---|---|---|---|---|---|
@@ -1940,6 +1940,8 @@ owed_whole_nodes=true,owed_whole_overused=true --only itp-cluster04 --phase 0`, 
 | phase 0, overused | 77.97 (71.88) | 6.65 | 18.53 | 26.3 (33+) | `ee9e8c` 19.8% | 8,165 / 81,483 |
 | phase 15, default | 77.70 (71.79) | 6.47 | 17.79 | 37.8 (33+) | 28.0% | 6,618 / 79,094 |
 | phase 15, overused | 78.00 (71.86) | 6.48 | 17.58 | 56.2 (33+) | `ee9e8c` 23.2% | 7,178 / 82,175 |
+| phase 30, default | 77.42 (71.81) | 6.58 | 19.20 | 40.2 (33+) | 30.7% | 6,661 / 75,109 |
+| phase 30, overused | 77.87 (71.87) | 6.48 | 18.18 | 31.7 (33+) | `ee9e8c` 23.3% | 7,126 / 80,266 |
 
 (Shielded: `--set owed_whole_nodes=true`; needed: plus `owed_whole_needed=true`; overused: plus
 `owed_whole_overused=true` instead. Worst queue: time below 90% of its own deserved share, the
@@ -1965,32 +1967,36 @@ utilisation +0.52 point, p95 −1.4%, the nine 33+-GPU gangs unchanged (26.3 h),
 and 18% more evictions (8,165 against 6,919; 9% more GPU-hours thrown away). At phase 15 the gain is
 smaller: `ee9e8c` 23.2% against the default's 28.0% (`2869ce` 19.5%, `6c71a0` 13.4%), utilisation
 +0.30 point, mean +0.2%, p95 −1.2%, but the nine 33+-GPU gangs' worst wait 56.2 h against 37.8 h
-(+49%) and 8% more evictions. Against `volcano` of the same engine at the same grids (the noise
-section's Philly table: 77.46 / 78.08%, 8.94 / 9.71 h, 21.38 / 23.81 h, 106.1 / 117.7 h, worst queue
-36.3 / 38.1%): utilisation +0.51 / −0.08 point, mean −25.6% / −33.3%, p95 −13.3% / −26.1%, largest
-class −75% / −52%, those four goals met at both grids; the worst queue 19.8 / 23.2% against the
-goal's 15% (missed by 4.8 and 8.2 points; the default 28.2 / 28.0%). The plain shield at phase 0:
-+0.65 point, −27.8%, −8.0%, −70%, and the worst queue 64.4%. The ITP traces have one queue, which is
-never owed anything, so the setting cannot act there: cluster04 at phase 0 gives the default's
-figures to the digit (96.29%, 6.56 h, 31.43 h, 81.4 h). Why the variant gains less than the plain
-shield did on the slice (16.2% against 14.9%; `phalanx.sim.starved … --set owed_whole_nodes=true
---set owed_whole_overused=true`): `ee9e8c`'s time below 90% of the core's deserved share is 73.6 h
-(default 102.9, plain 67.6); its waits behind reservations of borrowing queues are gone (20.4 → 0.6
-h), those behind queues within their shares, which the variant no longer shields against, fall less
-(42.2 → 28.9 h), and its time with whole nodes free but all reserved falls from 66.2 to 30.0 h;
-`b436b2` 175.0 → 151.2 h, `7f04ca` 149.9 → 139.2 h, `2869ce` 148.9 → 152.2 h. Not shipped, and the
-default is unchanged: the worst queue falls by 8.4 and 4.8 points at the two grids measured, beyond
-the default's spread over grids (28.0–30.7%) and the lowest whole-Philly figures in
-`results/sim-noise.jsonl`, but it stays above 15% at both, the largest class's worst wait at phase
-15 rises 49% over the default's (−52% against `volcano`, just past the goal's −50%), evictions rise
-8–18%, and phase 30 and the ITP grids but cluster04's phase 0 were not replayed. What it shows: on
+(+49%) and 8% more evictions. At phase 30: `ee9e8c` 23.3% against the default's 30.7% (`2869ce`
+20.4%, `925e2b` 15.8%), utilisation +0.45 point, mean −1.5%, p95 −5.3%, the 33+-GPU gangs' worst
+wait 31.7 h against 40.2 h, evictions +7.0%; against `volcano` there (77.78%, 9.32 h, 23.07 h, 114.7
+h, worst queue 43.8%): utilisation +0.09 point, mean −30.5%, p95 −21.2%, largest class −72.4%.
+Against `volcano` of the same engine at phases 0 and 15 (the noise section's Philly table: 77.46 /
+78.08%, 8.94 / 9.71 h, 21.38 / 23.81 h, 106.1 / 117.7 h, worst queue 36.3 / 38.1%): utilisation
++0.51 / −0.08 point, mean −25.6% / −33.3%, p95 −13.3% / −26.1%, largest class −75% / −52%, those
+four goals met at both grids; the worst queue 19.8 / 23.2% against the goal's 15% (missed by 4.8 and
+8.2 points; the default 28.2 / 28.0%). The plain shield at phase 0: +0.65 point, −27.8%, −8.0%,
+−70%, and the worst queue 64.4%. The ITP traces have one queue, which is never owed anything, so the
+setting cannot act there: cluster04 at phase 0 gives the default's figures to the digit (96.29%,
+6.56 h, 31.43 h, 81.4 h). Why the variant gains less than the plain shield did on the slice (16.2%
+against 14.9%; `phalanx.sim.starved … --set owed_whole_nodes=true --set owed_whole_overused=true`):
+`ee9e8c`'s time below 90% of the core's deserved share is 73.6 h (default 102.9, plain 67.6); its
+waits behind reservations of borrowing queues are gone (20.4 → 0.6 h), those behind queues within
+their shares, which the variant no longer shields against, fall less (42.2 → 28.9 h), and its time
+with whole nodes free but all reserved falls from 66.2 to 30.0 h; `b436b2` 175.0 → 151.2 h, `7f04ca`
+149.9 → 139.2 h, `2869ce` 148.9 → 152.2 h. Not shipped, and the default is unchanged: the worst
+queue falls by 8.4, 4.8 and 7.4 points at the three grids measured (median 23.2% against the
+default's 28.2%), beyond the default's spread over grids (28.0–30.7%) and the lowest whole-Philly
+figures in `results/sim-noise.jsonl`, but it stays above 15% at all three, the largest class's worst
+wait at phase 15 rises 49% over the default's (−52% against `volcano`, just past the goal's −50%),
+evictions rise 7–18%, and the ITP grids but cluster04's phase 0 were not replayed. What it shows: on
 Philly, who plans a free whole node first does decide much of the worst queue's time, and the shield
 has to spare a queue below its share whose gangs are larger than what it is owed, so what is left
 for `ee9e8c` is the reservations of the other queues below their shares (which a rule would have to
 order by how far below its share each queue is, without starving the one whose gangs are larger than
 its share) and no whole node free at all, which only reclaim or the drain of a reservation of its
-own can change. Next to measure: phase 30 and the ITP grids (a no-op there by construction), and the
-shield ordered by fair share among the queues below theirs.
+own can change. Next to measure: the ITP grids (a no-op there by construction), and the shield
+ordered by fair share among the queues below theirs.
 
 **Reclaim churn (Philly), explained and fixed.** The default before this session reclaimed
 three times as often as `phalanx-conservative` on Philly (34,875 evictions against 10,913).

@@ -360,6 +360,37 @@ class ClusterState:
         self._touch(n)
         self.hold_count += 1
 
+    def drop_holds(self, n: int, gang: str) -> None:
+        """Take back every hold of `gang` on node `n` (`Policy.owed_whole_nodes` holds the
+        whole free nodes for the length of one plan). `held_nodes` keeps `n`: it lists nodes
+        that have or had holds, which only costs the sweep a tighter check."""
+        mine = [h for h in self.holds[n] if h.gang == gang]
+        if not mine:
+            return
+        self.holds[n] = [h for h in self.holds[n] if h.gang != gang]
+        leaf = self.topo.leaf_of[n]
+        for h in mine:
+            del self.node_hold_starts[n][bisect.bisect_left(self.node_hold_starts[n], h.start)]
+            starts = self.leaf_hold_starts[leaf]
+            del starts[bisect.bisect_left(starts, h.start)]
+            entries = [((h.start, n, -h.vec[0]), (h.start, n, -h.vec[0], 0, leaf))]
+            if h.end < INFINITY:
+                entries.append(((h.end, n, h.vec[0]), (h.end, n, h.vec[0], 0, leaf)))
+            else:
+                self.final_gpu[n] += h.vec[0]
+            for event, point in entries:
+                i = bisect.bisect_left(self.hold_events, event)
+                assert self.hold_events[i] == event
+                del self.hold_events[i]
+                j = bisect.bisect_left(self.timeline, point)
+                assert self.timeline[j] == point
+                del self.timeline[j]
+            self.hold_count -= 1
+        if not any(h.end == INFINITY for h in self.holds[n]):
+            self.forever_held.discard(n)
+        self.leaf_version[leaf] += 1
+        self._touch(n)
+
     def window_capacity(
         self,
         n: int,

@@ -205,6 +205,9 @@ class Walk:
         self._queue_by_gang: dict[str, QueueState] | None = None
         #: `reclaim.smallest_gangs` for the reclaim clause of messages, by evictions made so far.
         self._smallest: tuple[int, dict[str, int]] | None = None
+        #: `Policy.owed_whole_nodes`: pending gangs that could be owed their queue's share
+        #: (`_owed_waiting`), listed when first asked.
+        self._owed_cands: list[GangWork] | None = None
         #: Nodes that take no pods (cordoned or not ready), counted once when a message asks.
         self._off: int | None = None
         #: Lowest priority among running gangs of each queue (preemption is possible above it).
@@ -882,7 +885,7 @@ class Walk:
         if self._may_plan(w):
             why = self._not_binding(w)
             if not why:
-                chosen = self.plan(w)
+                chosen = self._plan_binding(w)
                 if chosen is not None and chosen.outcome.assignment is not None:
                     self.hold(w, chosen.outcome.assignment, chosen.start)
                     if not self._cap_exempt(w):
@@ -1467,6 +1470,75 @@ class Walk:
             return self._swept.pop(gid)
         return earliest_start(self.state, w, self.now, future=self.c.future, **self._caches())
 
+    def _plan_binding(self, w: GangWork) -> Plan | None:
+        """`plan` for `w`'s binding reservation. `Policy.owed_whole_nodes`: while a gang owed
+        its queue's deserved share waits undecided, a gang not owed its own is planned with the
+        nodes whole free now held from now on (for this plan only), so its reservation starts
+        on capacity that frees later and the whole free nodes stay for the owed gang."""
+        p, q = self.policy, w.queue
+        if (
+            not p.owed_whole_nodes
+            or self._owed(w)
+            or (p.owed_whole_overused and q.alloc_fair < q.deserved)
+            or not self._owed_waiting()
+        ):
+            return self.plan(w)
+        st, now = self.state, self.now
+        whole = [
+            n
+            for n, a in enumerate(self.prep.allocatable)
+            if st.usable[n] and a and a[0] > 0 and st.free_gpu[n] >= a[0]
+        ]
+        if not whole:
+            return self.plan(w)
+        for n in whole:
+            st.add_hold(n, now, math.inf, list(st.free[n]), _SHIELD)
+        self.c.depth_used += 1
+        self._swept.pop(w.gang.id, None)  # swept on the unshielded nodes
+        try:
+            return earliest_start(st, w, now, future=self.c.future, **self._caches())
+        finally:
+            for n in whole:
+                st.drop_holds(n, _SHIELD)
+
+    def _owed_waiting(self) -> bool:
+        """`Policy.owed_whole_nodes`: whether a gang owed its queue's deserved share (`_owed`)
+        waits undecided in this cycle (not started, evicted for or planned yet); with
+        `Policy.owed_whole_needed`, one with a pod that no node but a whole free one holds now."""
+        cands = self._owed_cands
+        if cands is None:
+            now, cap = self.now, self.prep.capacity_gpu
+            cands = self._owed_cands = [
+                w
+                for w in self.prep.works
+                if not w.waiting_for_pods
+                and not w.phantom
+                and (w.gang.not_before is None or w.gang.not_before <= now)
+                and w.gpus <= cap
+                and can_reclaim(w)
+            ]
+        decided, deferred = self.c.reasons, self.c.unreserved
+        hole = -1
+        if self.policy.owed_whole_needed:
+            # The most GPUs a node not whole free has free now: a pod needing more can start
+            # now only on a whole free node.
+            st = self.state
+            hole = max(
+                (
+                    st.free_gpu[n]
+                    for n, a in enumerate(self.prep.allocatable)
+                    if st.usable[n] and a and st.free_gpu[n] < a[0]
+                ),
+                default=0,
+            )
+        return any(
+            w.gang.id not in decided
+            and w.gang.id not in deferred
+            and (hole < 0 or max((s.gpu for s in w.shapes), default=0) > hole)
+            and self._owed(w)
+            for w in cands
+        )
+
     def _may_plan(self, w: GangWork) -> bool:
         return self.policy.backfill and self.c.depth_used < self.policy.backfill_depth
 
@@ -1969,6 +2041,9 @@ def _shape_key(w: GangWork) -> tuple[int, int | None, int | None] | None:
 
 _SLIP_TRIES = 2
 """Second walks tried per cycle for `Policy.owed_slip` (each costs a whole walk)."""
+
+_SHIELD = "\x00owed-whole-nodes"
+"""The holder of `Policy.owed_whole_nodes`' holds on whole free nodes (no gang id has a NUL)."""
 
 
 def _hours(seconds: float) -> str:

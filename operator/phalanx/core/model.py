@@ -454,6 +454,37 @@ class Policy:
     scoring of Kubernetes' `MostAllocated` strategy): keep the count of whole free nodes as high
     as the fit allows. Reservations, reclaim's trial placements and mixed members are
     unchanged. Off: best fit by leaf (issue 19, twenty-seventh round; for measuring)."""
+    owed_whole_nodes: bool = False
+    """While a gang owed its queue's deserved share waits undecided in the cycle (it fits within
+    that share and another queue borrows beyond its own: the condition for reclaim), the
+    binding reservation of a gang that is not owed its share is planned without the nodes whole
+    free now (all their GPUs free): it starts on capacity that frees later instead.
+
+    Why: a binding reservation that starts later holds the free node it is planned on idle to
+    everything that cannot end before it, and a whole node is what a gang of a node's size
+    needs. Owed gangs are walked in fair-share order after the starving gangs' reservations
+    were planned (they may reclaim there), so a free whole node goes to whichever reservation
+    is planned first, however far below its share the owed queue is. In Slurm's backfill the
+    reservations are planned in priority order, and the fair-share factor puts the jobs of the
+    account furthest below its share first (`PriorityWeightFairshare`); capacity free now is
+    the one resource whose owner is decided by who plans first, so it goes to the owed queue
+    first and a reservation of a queue at its share waits for capacity that frees later (a
+    reservation only bounds starvation; it need not be the earliest possible start). Owed
+    gangs' own reservations, the starting of gangs now and reclaim are unchanged. Off: every
+    reservation is planned on the earliest capacity, free now included (issue 19,
+    twenty-eighth round; for measuring)."""
+    owed_whole_needed: bool = False
+    """`owed_whole_nodes` only while the owed gang that waits has a pod that no node holds now
+    but a whole free one (more GPUs than any partly used node has free): a gang that fits in
+    the holes does not need the whole node, and shielding it for such a gang hands it to
+    whichever gang the walk reaches first, a borrowing queue's too (for measuring)."""
+    owed_whole_overused: bool = False
+    """`owed_whole_nodes` shields the whole free nodes only from gangs of queues that already
+    hold their deserved share (Volcano's "overused": allocated ≥ deserved), not from a gang of a
+    queue below its share that is larger than what it is owed: reservations are planned afresh
+    every cycle, so a gang shielded from every node as it frees never gathers the nodes it
+    needs while any owed gang waits, and a queue whose gangs are larger than its share would
+    never run one (issue 19, twenty-eighth round; for measuring)."""
     reserve_borrowing_last: bool = False
     """A starving gang of a queue that already holds its deserved share (Volcano's
     "overused": allocated ≥ deserved) is not planned before the walk while another queue is

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core_builders import fabric, gang, queue, running, snapshot
+from core_builders import GangBuilder, fabric, gang, queue, running, snapshot
 
 from phalanx.core import Policy, Snapshot, schedule
 
@@ -90,6 +90,16 @@ def test_without_an_owed_gang_waiting_the_reservation_takes_the_free_node() -> N
         assert result.reservations["ns/big"].nodes == ("s0-l0-n00", "s0-l0-n02")
 
 
+def _big2_one_eight3() -> list[GangBuilder]:
+    """`qa`'s starving `big2` (2 × 8 GPUs) and owed `one` (1 GPU), `qb`'s borrowing `eight3`
+    (8 GPUs), each with a 3,600-s limit: the gangs of the last three cycles."""
+    return [
+        gang("big2").queue("qa").pods(2).created(NOW - 7200).time_limit(3600),
+        gang("one").queue("qa").pods(1, gpu=1).created(NOW - 5).time_limit(3600),
+        gang("eight3").queue("qb").pods(1).created(NOW - 1).time_limit(3600),
+    ]
+
+
 def test_any_owed_gang_waiting_shields_the_whole_free_node_even_one_that_fits_a_hole() -> None:
     """The rule asks only whether an owed gang waits, not whether it needs a whole node.
     Pending: `qa`'s `big2` (two 8-GPU pods, created NOW − 7,200, starving) and `one` (1 GPU,
@@ -100,12 +110,7 @@ def test_any_owed_gang_waiting_shields_the_whole_free_node_even_one_that_fits_a_
     NOW + 7,150. `one` then starts at NOW on n01 (the tighter node, 2 GPUs free), as it would
     have anyway, and the node shielded for it goes to `qb`'s `eight3`, which starts at NOW on
     n02 although `qb` borrows: the cost of the simple rule, pinned here as measured."""
-    pending = [
-        gang("big2").queue("qa").pods(2).created(NOW - 7200).time_limit(3600),
-        gang("one").queue("qa").pods(1, gpu=1).created(NOW - 5).time_limit(3600),
-        gang("eight3").queue("qb").pods(1).created(NOW - 1).time_limit(3600),
-    ]
-    snap = _cluster(pending)
+    snap = _cluster(_big2_one_eight3())
     before = schedule(snap, BASE, NOW)
     assert before.reservations["ns/big2"].start == END1
     assert before.reservations["ns/big2"].nodes == ("s0-l0-n00", "s0-l0-n02")
@@ -123,12 +128,7 @@ def test_with_owed_whole_needed_a_gang_that_fits_a_hole_shields_nothing() -> Non
     """The last cycle with `owed_whole_needed`: `one` needs 1 GPU and n01, partly used, has 2
     free, so no owed gang waits that needs a whole node; `big2` reserves n00 and n02 for END1
     = NOW + 3,550 as with the setting off, `one` starts at NOW on n01 and `eight3` waits."""
-    pending = [
-        gang("big2").queue("qa").pods(2).created(NOW - 7200).time_limit(3600),
-        gang("one").queue("qa").pods(1, gpu=1).created(NOW - 5).time_limit(3600),
-        gang("eight3").queue("qb").pods(1).created(NOW - 1).time_limit(3600),
-    ]
-    snap = _cluster(pending)
+    snap = _cluster(_big2_one_eight3())
     needed = schedule(snap, NEEDED, NOW)
     assert needed.reservations["ns/big2"].start == END1
     assert needed.reservations["ns/big2"].nodes == ("s0-l0-n00", "s0-l0-n02")
@@ -141,12 +141,7 @@ def test_with_owed_whole_overused_a_queue_below_its_share_is_not_shielded() -> N
     on every node as with the setting off: n00 and n02 for END1 = NOW + 3,550, and `eight3`
     (`qb`, borrowing) waits. Shielded from the nodes as they free, cycle after cycle, a gang
     larger than its queue's share would never gather them while any owed gang waits."""
-    pending = [
-        gang("big2").queue("qa").pods(2).created(NOW - 7200).time_limit(3600),
-        gang("one").queue("qa").pods(1, gpu=1).created(NOW - 5).time_limit(3600),
-        gang("eight3").queue("qb").pods(1).created(NOW - 1).time_limit(3600),
-    ]
-    snap = _cluster(pending)
+    snap = _cluster(_big2_one_eight3())
     result = schedule(snap, OVERUSED, NOW)
     assert result.reservations["ns/big2"].start == END1
     assert result.reservations["ns/big2"].nodes == ("s0-l0-n00", "s0-l0-n02")

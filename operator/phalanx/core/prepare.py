@@ -358,25 +358,13 @@ def prepare(snapshot: Snapshot, policy: Policy, now: float) -> Prepared:
                 + (f"; the queue was named by {p.queue_source}" if p.queue_source else ""),
             )
             continue
-        if p.held:
+        held = p.held or _bare_evicted(p, now)
+        if held:
+            # Its user holds it, or must apply its pods again: outside the order, no position,
+            # plan or reservation, as Slurm's held job is not ranked; still one of its queue's
+            # pending gangs.
             decisions[p.id] = GangDecision(
-                Reason.WAITING_FOR_PODS,
-                f"{len(p.members)} of {p.min_member} pods exist; {p.held}",
-            )
-            qs.held += 1
-            continue
-        lost = p.bare_evicted
-        if lost is not None and len(p.members) < p.min_member:
-            # Its eviction deleted bare pods that nothing makes again until its user applies
-            # them: held by its user in effect, so outside the order as a held gang is (walked:
-            # such a gang said position 1 in its queue, every gang behind it one more than
-            # true). Once they are applied it is ranked by its age again.
-            decisions[p.id] = GangDecision(
-                Reason.WAITING_FOR_PODS,
-                f"{len(p.members)} of {p.min_member} pods exist"
-                + (f"; {p.pods_note}" if p.pods_note else "")
-                + "; "
-                + bare_evicted_phrase(lost.pods, lost.failed, lost.reason, now - lost.since),
+                Reason.WAITING_FOR_PODS, f"{len(p.members)} of {p.min_member} pods exist; {held}"
             )
             qs.held += 1
             continue
@@ -560,6 +548,17 @@ def _repair_partial(
             releases.extend((max(now, rs.end), n, vec, g.id) for n, vec in sorted(need.items()))
         forward[g.id] = {m.pod: node for m, node in sorted(g.intended, key=lambda mn: mn[0].pod)}
     return forward, back
+
+
+def _bare_evicted(p: PendingGang, now: float) -> str:
+    """Why a gang waits for pods its last eviction deleted that nothing makes again ("" when it
+    does not): held by its user in effect, until they are applied again (walked: such a gang
+    said position 1 in its queue, every gang behind it one more than true)."""
+    lost = p.bare_evicted
+    if lost is None or len(p.members) >= p.min_member:
+        return ""
+    phrase = bare_evicted_phrase(lost.pods, lost.failed, lost.reason, now - lost.since)
+    return f"{p.pods_note}; {phrase}" if p.pods_note else phrase
 
 
 def _phantom_expired(p: PendingGang, policy: Policy, now: float) -> bool:
